@@ -1,0 +1,452 @@
+//! Scheduling-domain hierarchies (SPEC §2): for every CPU, an ordered list of levels, each with
+//! a span, groups (balanced against each other, with balance masks) and its balancing parameters.
+//!
+//! ```text
+//!   cpu 0:  level 2  span {0..31}   groups [{0..7}] [{8..15}] ...     (node params)
+//!           level 1  span {0..7}    groups [{0,1}] [{2,3}] ...        (node params)
+//!           level 0  span {0,1}     groups [{0}] [{1}]                (in-node params)
+//! ```
+//!
+//! Builders, one module each, selected by name through [`Builder`]:
+//! `flat`, `node-only`, `two-level` (`era26`: 2.6.18 `build_sched_domains`),
+//! `multilevel` (Corrêa, Zorzo & Scheer, SAC 2006) and `linux` (Linux 6.x `topology.c`).
+//!
+//! Every builder does the same three steps:
+//! 1. build each CPU's chain of candidate domains (span + flags + parameters);
+//! 2. build each domain's groups in the kernel's order (starting with the CPU's own group);
+//! 3. remove the domains that do not contribute to scheduling, as `cpu_attach_domain` does
+//!    (`sd_degenerate` / `sd_parent_degenerate`, in the era's own version).
+
+pub mod era26;
+pub mod linux;
+pub mod multilevel;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::cpuset::CpuSet;
+use crate::error::InputError;
+use crate::machine::Machine;
+
+/// Scheduling-domain flags (`SD_*` in `include/linux/sched/sd_flags.h`, and the 2.6.18 ones).
+pub mod sd {
+    pub const LOAD_BALANCE: u32 = 1 << 0;
+    pub const BALANCE_NEWIDLE: u32 = 1 << 1;
+    pub const BALANCE_EXEC: u32 = 1 << 2;
+    pub const BALANCE_FORK: u32 = 1 << 3;
+    pub const BALANCE_WAKE: u32 = 1 << 4;
+    pub const WAKE_AFFINE: u32 = 1 << 5;
+    /// 2.6 only: balance on wake-up (a weaker `WAKE_AFFINE`).
+    pub const WAKE_BALANCE: u32 = 1 << 6;
+    pub const SHARE_CPUCAPACITY: u32 = 1 << 7;
+    pub const SHARE_PKG_RESOURCES: u32 = 1 << 8;
+    pub const SERIALIZE: u32 = 1 << 9;
+    pub const PREFER_SIBLING: u32 = 1 << 10;
+    pub const OVERLAP: u32 = 1 << 11;
+    pub const NUMA: u32 = 1 << 12;
+
+    pub(crate) const NAMES: [(u32, &str); 13] = [
+        (LOAD_BALANCE, "SD_LOAD_BALANCE"),
+        (BALANCE_NEWIDLE, "SD_BALANCE_NEWIDLE"),
+        (BALANCE_EXEC, "SD_BALANCE_EXEC"),
+        (BALANCE_FORK, "SD_BALANCE_FORK"),
+        (BALANCE_WAKE, "SD_BALANCE_WAKE"),
+        (WAKE_AFFINE, "SD_WAKE_AFFINE"),
+        (WAKE_BALANCE, "SD_WAKE_BALANCE"),
+        (SHARE_CPUCAPACITY, "SD_SHARE_CPUCAPACITY"),
+        (SHARE_PKG_RESOURCES, "SD_SHARE_PKG_RESOURCES"),
+        (SERIALIZE, "SD_SERIALIZE"),
+        (PREFER_SIBLING, "SD_PREFER_SIBLING"),
+        (OVERLAP, "SD_OVERLAP"),
+        (NUMA, "SD_NUMA"),
+    ];
+
+    /// The names of the flags set in `flags`.
+    pub fn names(flags: u32) -> Vec<&'static str> {
+        NAMES
+            .iter()
+            .filter(|(bit, _)| flags & bit != 0)
+            .map(|(_, name)| *name)
+            .collect()
+    }
+}
+
+/// Balancing parameters of one level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelParams {
+    pub min_interval_ms: u64,
+    pub max_interval_ms: u64,
+    pub busy_factor: u32,
+    pub imbalance_pct: u32,
+    pub cache_nice_tries: u32,
+    /// 2.6: the level's cache-hot time; modern: `sysctl_sched_migration_cost`.
+    pub cache_hot_ns: u64,
+    /// `SD_*` flags (see [`sd`]).
+    pub flags: u32,
+}
+
+/// The 2.6-era parameter sets (SPEC §2, from 2.6.18 `SD_CPU_INIT` / `SD_NODE_INIT`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Era26Params {
+    /// Levels inside a node (`SD_CPU_INIT`): 1/4 ms, busy_factor 64, 125 %, 1 try, 2.5 ms hot.
+    pub in_node: LevelParams,
+    /// Levels between nodes (`SD_NODE_INIT`): 8/32 ms, busy_factor 32, 125 %, 2 tries, 10 ms hot.
+    pub node: LevelParams,
+}
+
+impl Default for Era26Params {
+    fn default() -> Self {
+        // Flags as ia64's 2.6.18 include/asm-ia64/topology.h sets them (the SGI Altix and HP
+        // Superdome of the papers are ia64): newly-idle balancing at both levels, wake-affine
+        // inside a node, wake-balance between nodes.
+        Self {
+            in_node: LevelParams {
+                min_interval_ms: 1,
+                max_interval_ms: 4,
+                busy_factor: 64,
+                imbalance_pct: 125,
+                cache_nice_tries: 1,
+                cache_hot_ns: 2_500_000,
+                flags: sd::LOAD_BALANCE
+                    | sd::BALANCE_NEWIDLE
+                    | sd::BALANCE_EXEC
+                    | sd::BALANCE_FORK
+                    | sd::WAKE_AFFINE,
+            },
+            node: LevelParams {
+                min_interval_ms: 8,
+                max_interval_ms: 32,
+                busy_factor: 32,
+                imbalance_pct: 125,
+                cache_nice_tries: 2,
+                cache_hot_ns: 10_000_000,
+                flags: sd::LOAD_BALANCE
+                    | sd::BALANCE_NEWIDLE
+                    | sd::BALANCE_EXEC
+                    | sd::BALANCE_FORK
+                    | sd::WAKE_BALANCE,
+            },
+        }
+    }
+}
+
+/// Modern-kernel parameters (Linux 6.x `sd_init`, `kernel/sched/topology.c`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModernParams {
+    pub busy_factor: u32,
+    pub imbalance_pct: u32,
+    /// `imbalance_pct` of SMT levels.
+    pub smt_imbalance_pct: u32,
+    /// `sysctl_sched_migration_cost` (0.5 ms).
+    pub migration_cost_ns: u64,
+    /// `node_reclaim_distance` (`RECLAIM_DISTANCE`, 30): NUMA levels beyond it lose
+    /// fork/exec balancing and wake-affine.
+    pub reclaim_distance: u32,
+}
+
+impl Default for ModernParams {
+    fn default() -> Self {
+        Self {
+            busy_factor: 16,
+            imbalance_pct: 117,
+            smt_imbalance_pct: 110,
+            migration_cost_ns: 500_000,
+            reclaim_distance: 30,
+        }
+    }
+}
+
+/// Parameters for every builder; each value overridable in configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BuildOptions {
+    pub era26: Era26Params,
+    pub modern: ModernParams,
+}
+
+/// A group of CPUs balanced as one unit against the other groups of its level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub span: CpuSet,
+    /// The CPUs allowed to balance on behalf of this group (`group_balance_mask`).
+    pub balance_mask: CpuSet,
+}
+
+/// One level of one CPU's hierarchy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    pub name: String,
+    pub span: CpuSet,
+    /// Groups in the kernel's order, starting with the one that holds the CPU.
+    pub groups: Vec<Group>,
+    pub params: LevelParams,
+}
+
+/// The domain builders, by configuration name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Builder {
+    Flat,
+    NodeOnly,
+    TwoLevel,
+    Multilevel,
+    Linux,
+}
+
+impl Builder {
+    /// Every builder, in presentation order.
+    pub const ALL: [Builder; 5] = [
+        Self::Flat,
+        Self::NodeOnly,
+        Self::TwoLevel,
+        Self::Multilevel,
+        Self::Linux,
+    ];
+
+    /// Configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Flat => "flat",
+            Self::NodeOnly => "node-only",
+            Self::TwoLevel => "two-level",
+            Self::Multilevel => "multilevel",
+            Self::Linux => "linux",
+        }
+    }
+
+    /// One-line description.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Flat => "one level over all CPUs, one group per CPU (\"1 level SMP\")",
+            Self::NodeOnly => "one level over all CPUs, one group per node (\"1 level NUMA\")",
+            Self::TwoLevel => {
+                "2005-era Linux: node level, then own node + 15 nearest, all nodes above 16"
+            }
+            Self::Multilevel => {
+                "one level per memory access level (distinct distance) of each node"
+            }
+            Self::Linux => "Linux 6.x: MC, then one overlapping NUMA level per distinct distance",
+        }
+    }
+
+    /// Where it comes from.
+    pub fn reference(self) -> &'static str {
+        match self {
+            Self::Flat | Self::NodeOnly => {
+                "Corrêa, Zorzo & Scheer, SAC 2006 (comparison configurations)"
+            }
+            Self::TwoLevel => "Linux 2.6.18 kernel/sched.c build_sched_domains, sched_domain_node_span",
+            Self::Multilevel => "Corrêa, Zorzo & Scheer, Operating system multilevel load balancing, SAC 2006",
+            Self::Linux => "Linux 6.1 kernel/sched/topology.c sched_init_numa, build_sched_domains, build_overlap_sched_groups",
+        }
+    }
+
+    /// Builds the hierarchy of every CPU of `machine`.
+    pub fn build(self, machine: &Machine, options: &BuildOptions) -> Domains {
+        let cpus = match self {
+            Self::Flat => era26::flat(machine, &options.era26),
+            Self::NodeOnly => era26::node_only(machine, &options.era26),
+            Self::TwoLevel => era26::two_level(machine, &options.era26),
+            Self::Multilevel => multilevel::build(machine, &options.era26),
+            Self::Linux => linux::build(machine, &options.modern),
+        };
+        Domains {
+            builder: self,
+            cpus,
+        }
+    }
+}
+
+impl fmt::Display for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Builder {
+    type Err = InputError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|b| b.name()).collect();
+                InputError::new(
+                    "--domains",
+                    format!(
+                        "unknown domain builder '{s}'; choose one of {}",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+/// Every CPU's hierarchy, from the lowest level up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Domains {
+    pub builder: Builder,
+    /// `cpus[c]` = the levels of CPU c, lowest first.
+    pub cpus: Vec<Vec<Level>>,
+}
+
+impl Domains {
+    /// The SPEC §2 JSON shape: `{"builder": NAME, "cpus": {"0": [{"level": 0, "name": ...,
+    /// "span": [...], "groups": [{"span": [...], "balance_mask": [...]}], "imbalance_pct": ..,
+    /// "min_interval_ms": .., "max_interval_ms": .., "busy_factor": ..}, ...], ...}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let cpus: serde_json::Map<String, serde_json::Value> = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(cpu, levels)| {
+                let levels: Vec<_> = levels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        serde_json::json!({
+                            "level": i,
+                            "name": l.name,
+                            "span": l.span.to_vec(),
+                            "groups": l.groups.iter().map(|g| serde_json::json!({
+                                "span": g.span.to_vec(),
+                                "balance_mask": g.balance_mask.to_vec(),
+                            })).collect::<Vec<_>>(),
+                            "imbalance_pct": l.params.imbalance_pct,
+                            "min_interval_ms": l.params.min_interval_ms,
+                            "max_interval_ms": l.params.max_interval_ms,
+                            "busy_factor": l.params.busy_factor,
+                        })
+                    })
+                    .collect();
+                (cpu.to_string(), serde_json::Value::Array(levels))
+            })
+            .collect();
+        serde_json::json!({ "builder": self.builder.name(), "cpus": cpus })
+    }
+}
+
+/// Which kernel's rules decide that a domain is degenerate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// 2.6.18 `sd_degenerate` / `sd_parent_degenerate` / `cpu_attach_domain`.
+    Linux26,
+    /// 6.x versions of the same functions.
+    Modern,
+}
+
+impl Era {
+    /// Flags that need at least two groups to mean anything.
+    fn needs_groups(self) -> u32 {
+        match self {
+            Era::Linux26 => {
+                sd::LOAD_BALANCE
+                    | sd::BALANCE_NEWIDLE
+                    | sd::BALANCE_FORK
+                    | sd::BALANCE_EXEC
+                    | sd::SHARE_CPUCAPACITY
+                    | sd::SHARE_PKG_RESOURCES
+            }
+            // SD_DEGENERATE_GROUPS_MASK: every flag with SDF_NEEDS_GROUPS.
+            Era::Modern => {
+                sd::BALANCE_NEWIDLE
+                    | sd::BALANCE_EXEC
+                    | sd::BALANCE_FORK
+                    | sd::BALANCE_WAKE
+                    | sd::SHARE_CPUCAPACITY
+                    | sd::SHARE_PKG_RESOURCES
+                    | sd::SERIALIZE
+                    | sd::PREFER_SIBLING
+                    | sd::OVERLAP
+                    | sd::NUMA
+            }
+        }
+    }
+
+    /// Flags that keep a domain without using its groups.
+    fn no_groups(self) -> u32 {
+        match self {
+            Era::Linux26 => sd::WAKE_AFFINE | sd::WAKE_BALANCE,
+            Era::Modern => sd::WAKE_AFFINE,
+        }
+    }
+
+    fn degenerate(self, l: &Level) -> bool {
+        if l.span.len() == 1 {
+            return true;
+        }
+        if l.params.flags & self.needs_groups() != 0 && l.groups.len() > 1 {
+            return false;
+        }
+        l.params.flags & self.no_groups() == 0
+    }
+
+    fn parent_degenerate(self, child: &Level, parent: &Level) -> bool {
+        if self.degenerate(parent) {
+            return true;
+        }
+        if child.span != parent.span {
+            return false;
+        }
+        let cflags = child.params.flags;
+        let mut pflags = parent.params.flags;
+        if self == Era::Linux26 && cflags & sd::WAKE_AFFINE != 0 {
+            // "WAKE_BALANCE is a subset of WAKE_AFFINE"
+            pflags &= !sd::WAKE_BALANCE;
+        }
+        if parent.groups.len() == 1 {
+            pflags &= !self.needs_groups();
+        }
+        !cflags & pflags == 0
+    }
+
+    /// `cpu_attach_domain`: drops the levels that do not contribute to scheduling.
+    pub(crate) fn attach(self, mut chain: Vec<Level>) -> Vec<Level> {
+        let mut i = 0;
+        while i + 1 < chain.len() {
+            if self.parent_degenerate(&chain[i], &chain[i + 1]) {
+                let parent = chain.remove(i + 1);
+                match self {
+                    Era::Modern => {
+                        if parent.params.flags & sd::PREFER_SIBLING != 0 {
+                            chain[i].params.flags |= sd::PREFER_SIBLING;
+                        }
+                    }
+                    // 2.6.18 moves on to the new parent without re-checking this pair.
+                    Era::Linux26 => i += 1,
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if chain.first().is_some_and(|l| self.degenerate(l)) {
+            chain.remove(0);
+        }
+        chain
+    }
+}
+
+/// Groups of `sets`, each its own balance mask, in the order given.
+pub(crate) fn plain_groups(sets: impl IntoIterator<Item = CpuSet>) -> Vec<Group> {
+    sets.into_iter()
+        .map(|span| Group {
+            balance_mask: span.clone(),
+            span,
+        })
+        .collect()
+}
+
+/// Nodes with CPUs, starting at `node` and wrapping (2.6.18's `(node + j) % MAX_NUMNODES` walk).
+pub(crate) fn nodes_wrapping_from(machine: &Machine, node: usize) -> Vec<usize> {
+    let n = machine.nodes();
+    (0..n)
+        .map(|j| (node + j) % n)
+        .filter(|&k| !machine.node_cpus(k).is_empty())
+        .collect()
+}
+
+/// The CPU set of `node`.
+pub(crate) fn node_set(machine: &Machine, node: usize) -> CpuSet {
+    CpuSet::from_ids(machine.cpus(), machine.node_cpus(node).iter().copied())
+}

@@ -1,0 +1,75 @@
+//! `multilevel`: the scheduling domains of Corrêa, Zorzo & Scheer, "Operating system multilevel
+//! load balancing" (ACM SAC 2006).
+//!
+//! ```text
+//!   node 0 of mehta-m1 (distances 10, 20, …, 60):
+//!   NUMA60  span = every node        groups = one per node at distance ≤ 60
+//!   ...
+//!   NUMA20  span = nodes {0,1,6,11}  groups = {0} {1} {6} {11} (one per node)
+//!   CPU     span = cpus(0)           groups = one per CPU of node 0
+//! ```
+//!
+//! 1. For each node N with CPUs, take the distinct distances d from N, increasing.
+//! 2. d = 10: one level spanning N's CPUs, one group per CPU (in-node parameters).
+//! 3. d > 10: one level whose groups are the nodes at distance ≤ d from N, each one group; its
+//!    span is their union (node parameters).
+//! 4. Replicate N's hierarchy to every CPU of N; groups start with the CPU's own group (CPU
+//!    groups ascending from the CPU, node groups from N upwards, wrapping — as 2.6.18 orders them).
+//! 5. Remove degenerate levels as 2.6.18 `cpu_attach_domain` does.
+//!
+//! Choices the paper leaves open: memory-only nodes give no group (they have no CPU to balance);
+//! a distance reached only by memory-only nodes therefore adds a level equal to the one below,
+//! which step 5 removes; so n MALs give n levels on machines without memory-only nodes.
+
+use crate::cpuset::CpuSet;
+use crate::machine::Machine;
+
+use super::{node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Level};
+
+/// Builds every CPU's multilevel hierarchy.
+pub fn build(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
+    (0..machine.cpus())
+        .map(|cpu| {
+            let node = machine.cpu_node(cpu);
+            let mut distances: Vec<u32> = (0..machine.nodes())
+                .map(|k| machine.distance(node, k))
+                .collect();
+            distances.sort_unstable();
+            distances.dedup();
+            let chain = distances
+                .iter()
+                .map(|&d| {
+                    if d == machine.distance(node, node) {
+                        let span = node_set(machine, node);
+                        let groups = plain_groups(
+                            span.iter_wrap(cpu)
+                                .map(|c| CpuSet::from_ids(machine.cpus(), [c])),
+                        );
+                        Level {
+                            name: "CPU".into(),
+                            span,
+                            groups,
+                            params: p.in_node.clone(),
+                        }
+                    } else {
+                        let members: Vec<usize> = nodes_wrapping_from(machine, node)
+                            .into_iter()
+                            .filter(|&k| machine.distance(node, k) <= d)
+                            .collect();
+                        let mut span = CpuSet::empty(machine.cpus());
+                        for &k in &members {
+                            span.union_with(&node_set(machine, k));
+                        }
+                        Level {
+                            name: format!("NUMA{d}"),
+                            span,
+                            groups: plain_groups(members.iter().map(|&k| node_set(machine, k))),
+                            params: p.node.clone(),
+                        }
+                    }
+                })
+                .collect();
+            Era::Linux26.attach(chain)
+        })
+        .collect()
+}

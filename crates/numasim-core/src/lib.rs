@@ -1,0 +1,25 @@
+//! # numasim-core
+//!
+//! A discrete-event simulator of process scheduling and load balancing on NUMA
+//! multiprocessors. This crate is pure Rust (no Python); `numasim-py` binds it.
+//!
+//! ```text
+//!   Machine (nodes, CPUs, speeds, SLIT distances, MALs)      machine/
+//!      │
+//!      ▼
+//!   Domain builder (flat, node-only, two-level,              domains/
+//!   multilevel, linux) ──► per CPU: levels → groups
+//! ```
+//!
+//! Later layers (workload, engine, policies, metrics) build on these two.
+
+pub mod cpuset;
+pub mod domains;
+pub mod error;
+pub mod machine;
+#[cfg(feature = "testutils")]
+pub mod testutils;
+
+pub use domains::{Builder, Domains, Group, Level, LevelParams};
+pub use error::{InputError, Result};
+pub use machine::Machine;

@@ -1,0 +1,250 @@
+//! TOML machine files (and the presets, which are such files shipped in the package).
+//!
+//! ```toml
+//! name = "hp-superdome-16"
+//! description = "HP Superdome, 16 cells × 4 CPUs, crossbars of 4 cells"
+//! source = "..."
+//! cpus_per_node = 4                 # or: cpus = [4, 4, 0, 4]  (CPUs of each node)
+//! # exactly one of: distance_file = "x.slit" | distances = [[10, 17], ...] | [generator]
+//! [generator]
+//! kind = "hierarchy"
+//! nodes = 16
+//! group_sizes = [4]
+//! distances = [17, 29]
+//! [speed]                            # optional
+//! fast = 2.0
+//! fast_cpus = "first-half"          # or "none", or a list of CPU ids
+//! ```
+//!
+//! Unknown keys are errors (a typo must not silently fall back to a default). A relative
+//! `distance_file` is read next to the machine file.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{InputError, Result};
+
+use super::distance::{self, DistanceTable, RawRow};
+use super::generate::Generator;
+use super::{contiguous_cpus, speeds_for, FastCpus, Machine, MachineParts};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MachineFile {
+    name: Option<String>,
+    description: Option<String>,
+    source: Option<String>,
+    cpus_per_node: Option<usize>,
+    cpus: Option<Vec<usize>>,
+    distances: Option<Vec<Vec<i64>>>,
+    distance_file: Option<String>,
+    generator: Option<Generator>,
+    speed: Option<SpeedFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpeedFile {
+    fast: f64,
+    fast_cpus: FastCpusFile,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FastCpusFile {
+    Named(String),
+    List(Vec<usize>),
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
+    (line, col)
+}
+
+/// Reads a machine file from disk.
+pub fn read(path: &Path) -> Result<Machine> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(&origin, format!("cannot read the machine file: {e}")))?;
+    parse(&origin, &text, path.parent())
+}
+
+/// Parses machine-file text. `base_dir` resolves a relative `distance_file`; `default_name`
+/// is used when the file has no `name`.
+pub fn parse(origin: &str, text: &str, base_dir: Option<&Path>) -> Result<Machine> {
+    let file: MachineFile = toml::from_str(text).map_err(|e| {
+        let mut err = InputError::new(origin, e.message().to_string());
+        if let Some(span) = e.span() {
+            let (line, col) = line_col(text, span.start);
+            err = err.at(format!("line {line}, column {col}"));
+        }
+        err
+    })?;
+    let field = |name: &str, msg: String| InputError::new(origin, msg).at(format!("field {name}"));
+
+    let sources = [
+        file.distances.is_some(),
+        file.distance_file.is_some(),
+        file.generator.is_some(),
+    ];
+    let table = match sources.iter().filter(|&&s| s).count() {
+        0 => {
+            return Err(InputError::new(
+                origin,
+                "no distances: give one of distances, distance_file or [generator]",
+            ))
+        }
+        1 => {
+            if let Some(rows) = file.distances {
+                DistanceTable::from_rows(
+                    &format!("{origin} (field distances)"),
+                    rows.into_iter().map(|r| RawRow::new(None, r)).collect(),
+                )?
+            } else if let Some(rel) = &file.distance_file {
+                let path = base_dir.unwrap_or(Path::new(".")).join(rel);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    field(
+                        "distance_file",
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                distance::parse_text(&path.display().to_string(), &text)?
+            } else {
+                let g = file.generator.as_ref().expect("counted above");
+                g.table(origin)?
+            }
+        }
+        _ => {
+            return Err(InputError::new(
+                origin,
+                "give only one of distances, distance_file or [generator]",
+            ))
+        }
+    };
+
+    let nodes = table.nodes();
+    let counts = match (file.cpus_per_node, file.cpus) {
+        (Some(p), None) => vec![p; nodes],
+        (None, Some(list)) => list,
+        (None, None) => {
+            return Err(InputError::new(
+                origin,
+                "no CPUs: give cpus_per_node or cpus (a CPU count per node)",
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(InputError::new(
+                origin,
+                "give only one of cpus_per_node or cpus",
+            ))
+        }
+    };
+    let node_cpus = contiguous_cpus(&counts);
+    let speeds = match &file.speed {
+        None => None,
+        Some(s) => {
+            let fast = match &s.fast_cpus {
+                FastCpusFile::List(ids) => FastCpus::List(ids.clone()),
+                FastCpusFile::Named(n) if n == "first-half" => FastCpus::FirstHalf,
+                FastCpusFile::Named(n) if n == "none" => FastCpus::None,
+                FastCpusFile::Named(n) => {
+                    return Err(field(
+                        "speed.fast_cpus",
+                        format!(
+                            "'{n}' is not one of \"first-half\", \"none\" or a list of CPU ids"
+                        ),
+                    ))
+                }
+            };
+            Some(speeds_for(origin, &node_cpus, &fast, s.fast)?)
+        }
+    };
+    let default_name = base_dir
+        .and(Path::new(origin).file_stem())
+        .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned());
+    Machine::new(
+        origin,
+        MachineParts {
+            name: file.name.unwrap_or(default_name),
+            description: file.description.unwrap_or_default(),
+            source: file.source.unwrap_or_default(),
+            node_cpus,
+            speeds,
+            distances: table,
+        },
+    )
+}
+
+/// Builds a machine from a plain distance-matrix text file with `cpus_per_node` CPUs per node.
+pub fn read_matrix(path: &Path, cpus_per_node: usize) -> Result<Machine> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(&origin, format!("cannot read the distance file: {e}")))?;
+    matrix_machine(&origin, &text, cpus_per_node)
+}
+
+/// A machine from distance-matrix text and a CPU count per node.
+pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<Machine> {
+    if cpus_per_node == 0 {
+        return Err(InputError::new(
+            origin,
+            "--cpus-per-node must be at least 1",
+        ));
+    }
+    let table = distance::parse_text(origin, text)?;
+    let name = Path::new(origin)
+        .file_stem()
+        .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned());
+    Machine::new(
+        origin,
+        MachineParts {
+            name,
+            description: format!("distance table from {origin}, {cpus_per_node} CPUs per node"),
+            source: origin.to_string(),
+            node_cpus: contiguous_cpus(&vec![cpus_per_node; table.nodes()]),
+            speeds: None,
+            distances: table,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_file() {
+        let text = r#"
+name = "x"
+cpus_per_node = 2
+[generator]
+kind = "two-level"
+nodes = 4
+remote = 20
+[speed]
+fast = 2.0
+fast_cpus = "first-half"
+"#;
+        let m = parse("x.toml", text, None).unwrap();
+        assert_eq!(m.cpus(), 8);
+        assert_eq!(m.speed(0), 2.0);
+        assert_eq!(m.speed(1), 1.0);
+        assert_eq!(m.mals(), vec![10, 20]);
+    }
+
+    #[test]
+    fn unknown_key_names_line() {
+        let e = parse("x.toml", "cpus_per_nod = 2\n", None).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("x.toml: line 1, column 1: unknown field"),
+            "{e}"
+        );
+    }
+}

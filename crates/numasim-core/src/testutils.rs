@@ -1,0 +1,35 @@
+//! Builders for small machines, for tests here and in dependants (feature `testutils`).
+
+use crate::machine::{contiguous_cpus, DistanceTable, Machine, MachineParts};
+
+/// A machine with `cpus_per_node` CPUs on every node of the table `rows`, all at speed 1.0.
+pub fn machine(rows: &[Vec<u32>], cpus_per_node: usize) -> Machine {
+    machine_with_counts(rows, &vec![cpus_per_node; rows.len()])
+}
+
+/// A machine with `counts[n]` CPUs on node n (0 = memory-only node).
+pub fn machine_with_counts(rows: &[Vec<u32>], counts: &[usize]) -> Machine {
+    Machine::new(
+        "test",
+        MachineParts {
+            name: "test".into(),
+            description: String::new(),
+            source: String::new(),
+            node_cpus: contiguous_cpus(counts),
+            speeds: None,
+            distances: DistanceTable::from_matrix("test", rows).expect("valid test table"),
+        },
+    )
+    .expect("valid test machine")
+}
+
+/// A symmetric 2-level table: 10 local, `remote` elsewhere.
+pub fn two_level_table(nodes: usize, remote: u32) -> Vec<Vec<u32>> {
+    (0..nodes)
+        .map(|i| {
+            (0..nodes)
+                .map(|j| if i == j { 10 } else { remote })
+                .collect()
+        })
+        .collect()
+}
