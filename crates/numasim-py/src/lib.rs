@@ -1,1 +1,205 @@
-// placeholder, replaced below
+//! `numasim._core`: thin PyO3 bindings of `numasim-core`. No logic lives here: every function
+//! converts arguments, calls the core, and converts the result or the error
+//! (`numasim_core::InputError` → `numasim._core.InputError`, a `ValueError`).
+
+use std::path::Path;
+
+use numasim_core::domains::{sd, BuildOptions, Builder};
+use numasim_core::machine::{file, sysfs};
+use numasim_core::InputError as CoreInputError;
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(
+    _core,
+    InputError,
+    PyValueError,
+    "Bad user input: the message names the file, the place in it and the problem."
+);
+
+fn input_err(e: CoreInputError) -> PyErr {
+    InputError::new_err(e.to_string())
+}
+
+/// A NUMA machine: nodes, CPUs, speeds and a validated SLIT distance table.
+#[pyclass(frozen, module = "numasim._core")]
+struct Machine {
+    inner: numasim_core::Machine,
+}
+
+#[pymethods]
+impl Machine {
+    /// Reads a TOML machine file.
+    #[staticmethod]
+    fn from_toml_file(path: &str) -> PyResult<Self> {
+        file::read(Path::new(path))
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Parses machine-file text (TOML); `base_dir` resolves a relative `distance_file`.
+    #[staticmethod]
+    #[pyo3(signature = (text, origin, base_dir=None))]
+    fn from_toml_str(text: &str, origin: &str, base_dir: Option<&str>) -> PyResult<Self> {
+        file::parse(origin, text, base_dir.map(Path::new))
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Parses a machine file given as JSON of the TOML structure (used for YAML files).
+    #[staticmethod]
+    #[pyo3(signature = (text, origin, base_dir=None))]
+    fn from_json_str(text: &str, origin: &str, base_dir: Option<&str>) -> PyResult<Self> {
+        file::parse_json(origin, text, base_dir.map(Path::new))
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Reads a plain distance-matrix file (sysfs rows or `numactl --hardware`).
+    #[staticmethod]
+    fn from_matrix_file(path: &str, cpus_per_node: usize) -> PyResult<Self> {
+        file::read_matrix(Path::new(path), cpus_per_node)
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Reads the host from `ROOT/sys/devices/system/node`.
+    #[staticmethod]
+    #[pyo3(signature = (root="/"))]
+    fn from_sysfs(root: &str) -> PyResult<Self> {
+        sysfs::read(Path::new(root))
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    #[getter]
+    fn description(&self) -> String {
+        self.inner.description.clone()
+    }
+
+    #[getter]
+    fn source(&self) -> String {
+        self.inner.source.clone()
+    }
+
+    #[getter]
+    fn nodes(&self) -> usize {
+        self.inner.nodes()
+    }
+
+    #[getter]
+    fn cpus(&self) -> usize {
+        self.inner.cpus()
+    }
+
+    /// CPU ids of `node`.
+    fn node_cpus(&self, node: usize) -> PyResult<Vec<usize>> {
+        if node >= self.inner.nodes() {
+            return Err(PyValueError::new_err(format!("no node {node}")));
+        }
+        Ok(self.inner.node_cpus(node).to_vec())
+    }
+
+    /// Speed factor per CPU.
+    #[getter]
+    fn speeds(&self) -> Vec<f64> {
+        (0..self.inner.cpus())
+            .map(|c| self.inner.speed(c))
+            .collect()
+    }
+
+    /// The distance table as rows.
+    #[getter]
+    fn distances(&self) -> Vec<Vec<u32>> {
+        self.inner.distance_table().rows()
+    }
+
+    /// Memory access levels: the sorted distinct distances.
+    #[getter]
+    fn mals(&self) -> Vec<u32> {
+        self.inner.mals()
+    }
+
+    /// Non-fatal remarks about the input (e.g. an asymmetric table).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings().to_vec()
+    }
+
+    /// The machine as JSON text.
+    fn to_json(&self) -> String {
+        machine_json(&self.inner).to_string()
+    }
+
+    /// The hierarchy built by `builder`, as JSON text in the SPEC §2 shape.
+    fn domains_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
+        let b: Builder = builder.parse().map_err(input_err)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| {
+            b.build(inner, &BuildOptions::default())
+                .to_json()
+                .to_string()
+        }))
+    }
+
+    /// Per CPU, per level, the level's flags and 2.6/modern extra parameters (for display).
+    fn domain_details_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
+        let b: Builder = builder.parse().map_err(input_err)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| {
+            let d = b.build(inner, &BuildOptions::default());
+            let cpus: Vec<_> = d
+                .cpus
+                .iter()
+                .map(|levels| {
+                    levels
+                        .iter()
+                        .map(|l| {
+                            serde_json::json!({
+                                "flags": sd::names(l.params.flags),
+                                "cache_nice_tries": l.params.cache_nice_tries,
+                                "cache_hot_ns": l.params.cache_hot_ns,
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            serde_json::Value::from(cpus).to_string()
+        }))
+    }
+}
+
+fn machine_json(m: &numasim_core::Machine) -> serde_json::Value {
+    serde_json::json!({
+        "name": m.name,
+        "description": m.description,
+        "source": m.source,
+        "nodes": (0..m.nodes()).map(|n| serde_json::json!({"id": n, "cpus": m.node_cpus(n)})).collect::<Vec<_>>(),
+        "cpus": (0..m.cpus()).map(|c| serde_json::json!({"id": c, "node": m.cpu_node(c), "speed": m.speed(c)})).collect::<Vec<_>>(),
+        "distances": m.distance_table().rows(),
+        "mals": m.mals(),
+    })
+}
+
+/// The domain builders: `(name, description, reference)`.
+#[pyfunction]
+fn builders() -> Vec<(&'static str, &'static str, &'static str)> {
+    Builder::ALL
+        .iter()
+        .map(|b| (b.name(), b.description(), b.reference()))
+        .collect()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Machine>()?;
+    m.add_function(wrap_pyfunction!(builders, m)?)?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    Ok(())
+}

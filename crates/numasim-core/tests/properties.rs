@@ -1,0 +1,66 @@
+//! Property tests over random symmetric machines: the structural invariants every builder
+//! must keep.
+
+use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::testutils;
+use proptest::prelude::*;
+
+fn symmetric_table() -> impl Strategy<Value = (Vec<Vec<u32>>, Vec<usize>)> {
+    (1usize..9).prop_flat_map(|n| {
+        let pairs = n * (n - 1) / 2;
+        (
+            proptest::collection::vec(11u32..=60, pairs),
+            proptest::collection::vec(1usize..4, n),
+        )
+            .prop_map(move |(upper, counts)| {
+                let mut rows = vec![vec![10u32; n]; n];
+                let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+                for ((i, j), v) in pairs.zip(upper) {
+                    rows[i][j] = v;
+                    rows[j][i] = v;
+                }
+                (rows, counts)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn hierarchies_nest_cover_and_contain_their_groups((rows, counts) in symmetric_table()) {
+        let m = testutils::machine_with_counts(&rows, &counts);
+        for b in Builder::ALL {
+            let d = b.build(&m, &BuildOptions::default());
+            prop_assert_eq!(d.cpus.len(), m.cpus());
+            for (cpu, levels) in d.cpus.iter().enumerate() {
+                if m.cpus() == 1 {
+                    prop_assert!(levels.is_empty());
+                    continue;
+                }
+                prop_assert!(!levels.is_empty(), "{} cpu {}: no level", b, cpu);
+                // The top span covers every CPU (two-level above 16 nodes aside: not generated).
+                prop_assert_eq!(levels.last().unwrap().span.len(), m.cpus(), "{} cpu {} top", b, cpu);
+                for (k, l) in levels.iter().enumerate() {
+                    prop_assert!(l.span.contains(cpu), "{} cpu {} level {}: not in own span", b, cpu, k);
+                    if k + 1 < levels.len() {
+                        prop_assert!(l.span.is_subset(&levels[k + 1].span), "{} cpu {} level {}: spans nest", b, cpu, k);
+                        prop_assert!(l.span != levels[k + 1].span, "{} cpu {} level {}: duplicate level", b, cpu, k);
+                    }
+                    // One group is legal: node-only on a one-node machine never balances inside it.
+                    prop_assert!(!l.groups.is_empty(), "{} cpu {} level {}: no group", b, cpu, k);
+                    prop_assert!(l.groups[0].span.contains(cpu), "{} cpu {} level {}: own group first", b, cpu, k);
+                    let mut union = l.groups[0].span.clone();
+                    for g in &l.groups {
+                        prop_assert!(g.span.is_subset(&l.span), "{} cpu {} level {}: group outside span", b, cpu, k);
+                        prop_assert!(!g.balance_mask.is_empty());
+                        prop_assert!(g.balance_mask.is_subset(&g.span));
+                        union.union_with(&g.span);
+                    }
+                    prop_assert_eq!(&union, &l.span, "{} cpu {} level {}: groups cover the span", b, cpu, k);
+                    prop_assert!(l.params.min_interval_ms <= l.params.max_interval_ms);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+"""numasim: simulate process scheduling and load balancing on NUMA multiprocessors.
+
+Python orchestrates, Rust computes: machines and scheduling domains are built by the compiled
+core (``numasim._core``); this package finds inputs, presents results and runs the CLI.
+"""
+
+from numasim._core import InputError
+from numasim.machine import Machine, builders, presets
+
+__all__ = ["InputError", "Machine", "builders", "presets"]
+__version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""``python -m numasim``."""
+
+import sys
+
+from numasim.cli import main
+
+sys.exit(main())

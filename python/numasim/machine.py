@@ -1,0 +1,159 @@
+"""Machines: presets shipped as data files, machine files, distance tables and the host."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from numasim import _core
+from numasim._core import InputError
+
+HOST = "host"
+_TOML_SUFFIXES = {".toml"}
+_YAML_SUFFIXES = {".yaml", ".yml"}
+
+
+def _preset_dir() -> Path:
+    return Path(str(resources.files("numasim") / "data" / "machines"))
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    """A machine shipped with numasim."""
+
+    name: str
+    description: str
+    source: str
+    path: Path
+
+
+def presets() -> list[PresetInfo]:
+    """Every preset machine, sorted by name."""
+    out = []
+    for path in sorted(_preset_dir().glob("*.toml")):
+        m = _core.Machine.from_toml_file(str(path))
+        out.append(PresetInfo(path.stem, m.description, m.source, path))
+    return out
+
+
+def builders() -> list[tuple[str, str, str]]:
+    """The scheduling-domain builders: ``(name, description, reference)``."""
+    return _core.builders()
+
+
+class Machine:
+    """A NUMA machine (nodes, CPUs, speeds, SLIT distances); build one with a classmethod."""
+
+    def __init__(self, core: _core.Machine) -> None:
+        self._core = core
+
+    @classmethod
+    def preset(cls, name: str) -> Machine:
+        """A preset by name (``numasim list machines``)."""
+        path = _preset_dir() / f"{name}.toml"
+        if not path.is_file():
+            known = ", ".join(p.path.stem for p in presets())
+            raise InputError(f"{name}: unknown machine preset; known presets: {known}")
+        return cls(_core.Machine.from_toml_file(str(path)))
+
+    @classmethod
+    def from_file(cls, path: str | Path, cpus_per_node: int | None = None) -> Machine:
+        """A TOML/YAML machine file, or a plain distance table with ``cpus_per_node``."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix in _TOML_SUFFIXES | _YAML_SUFFIXES:
+            if cpus_per_node is not None:
+                raise InputError(
+                    f"{path}: --cpus-per-node applies only to a distance-table file; "
+                    "a machine file sets cpus_per_node itself"
+                )
+            if suffix in _TOML_SUFFIXES:
+                return cls(_core.Machine.from_toml_file(str(path)))
+            return cls._from_yaml(path)
+        if cpus_per_node is None:
+            raise InputError(
+                f"{path}: a distance-table file needs --cpus-per-node "
+                "(or write a .toml machine file)"
+            )
+        return cls(_core.Machine.from_matrix_file(str(path), cpus_per_node))
+
+    @classmethod
+    def _from_yaml(cls, path: Path) -> Machine:
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as e:
+            raise InputError(f"{path}: cannot read the machine file: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f": line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(e, "problem", None) or "not valid YAML"
+            raise InputError(f"{path}{where}: {problem}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: a machine file must be a mapping of keys to values")
+        return cls(_core.Machine.from_json_str(json.dumps(data), str(path), str(path.parent)))
+
+    @classmethod
+    def host(cls, root: str | Path = "/") -> Machine:
+        """The running host, read from ``ROOT/sys/devices/system/node``."""
+        return cls(_core.Machine.from_sysfs(str(root)))
+
+    @classmethod
+    def load(
+        cls, spec: str, cpus_per_node: int | None = None, sysfs_root: str | Path = "/"
+    ) -> Machine:
+        """What the CLI's MACHINE argument names: ``host``, a preset, or a file."""
+        if spec == HOST:
+            if cpus_per_node is not None:
+                raise InputError("host: --cpus-per-node does not apply to the host")
+            return cls.host(sysfs_root)
+        if (_preset_dir() / f"{spec}.toml").is_file() and not Path(spec).exists():
+            if cpus_per_node is not None:
+                raise InputError(
+                    f"{spec}: --cpus-per-node applies only to a distance-table file; "
+                    "presets fix their CPUs"
+                )
+            return cls.preset(spec)
+        if Path(spec).is_file():
+            return cls.from_file(spec, cpus_per_node)
+        raise InputError(
+            f"{spec}: unknown machine: not a preset (see `numasim list machines`), "
+            "not a file, and not 'host'"
+        )
+
+    # --- what the machine is -------------------------------------------------------------
+
+    name = property(lambda self: self._core.name)
+    description = property(lambda self: self._core.description)
+    source = property(lambda self: self._core.source)
+    nodes = property(lambda self: self._core.nodes)
+    cpus = property(lambda self: self._core.cpus)
+    speeds = property(lambda self: self._core.speeds)
+    distances = property(lambda self: self._core.distances)
+    mals = property(lambda self: self._core.mals)
+    warnings = property(lambda self: self._core.warnings)
+
+    def node_cpus(self, node: int) -> list[int]:
+        """CPU ids of ``node``."""
+        return self._core.node_cpus(node)
+
+    @cached_property
+    def info(self) -> dict[str, Any]:
+        """The machine as a JSON-ready dict (the ``machine`` object of ``topology --json``)."""
+        return json.loads(self._core.to_json())
+
+    def domains(self, builder: str = "linux") -> dict[str, Any]:
+        """Every CPU's scheduling-domain hierarchy, in the SPEC §2 JSON shape."""
+        return json.loads(self._core.domains_json(builder))
+
+    def domain_details(self, builder: str = "linux") -> list[list[dict[str, Any]]]:
+        """Per CPU, per level: flags, cache_nice_tries and cache-hot time."""
+        return json.loads(self._core.domain_details_json(builder))
+
+    def __repr__(self) -> str:
+        return f"Machine({self.name!r}, nodes={self.nodes}, cpus={self.cpus})"

@@ -1,0 +1,97 @@
+"""Text rendering of machines and domain hierarchies for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from numasim.machine import Machine
+
+
+def cpulist(ids: Iterable[int]) -> str:
+    """Kernel-style CPU list: ``[0, 1, 2, 5]`` → ``"0-2,5"``."""
+    ids = sorted(ids)
+    parts: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(parts) or "-"
+
+
+def machine_text(m: Machine) -> str:
+    """Nodes, CPUs, speeds, the distance table and the MALs."""
+    info = m.info
+    lines = [f"{m.name}: {m.description}" if m.description else m.name]
+    if m.source:
+        lines.append(f"source: {m.source}")
+    lines.append(
+        f"{m.nodes} nodes, {m.cpus} CPUs, {len(m.mals)} memory access levels "
+        f"(MALs: {' '.join(map(str, m.mals))})"
+    )
+    speeds = m.speeds
+    asymmetric = len(set(speeds)) > 1
+    header = "node  cpus" + ("            speeds" if asymmetric else "")
+    lines.append(header)
+    for node in info["nodes"]:
+        cpus = node["cpus"]
+        row = f"{node['id']:>4}  {cpulist(cpus) if cpus else '(memory only)':<14}"
+        if asymmetric:
+            row += "  " + " ".join(f"{speeds[c]:g}" for c in cpus)
+        lines.append(row.rstrip())
+    width = max(len(str(v)) for row in m.distances for v in row)
+    width = max(width, len(str(m.nodes - 1)))
+    lines.append("distances:")
+    lines.append("      " + " ".join(f"{j:>{width}}" for j in range(m.nodes)))
+    for i, row in enumerate(m.distances):
+        lines.append(f"  {i:>{width}}: " + " ".join(f"{v:>{width}}" for v in row))
+    return "\n".join(lines)
+
+
+def _level_key(level: dict[str, Any]) -> tuple:
+    groups = frozenset((tuple(g["span"]), tuple(g["balance_mask"])) for g in level["groups"])
+    return (level["name"], tuple(level["span"]), groups)
+
+
+def domains_text(
+    m: Machine, domains: dict[str, Any], details: list[list[dict[str, Any]]], description: str
+) -> str:
+    """Each distinct CPU hierarchy once, with the CPUs that share it."""
+    cpus = domains["cpus"]
+    classes: dict[tuple, list[int]] = {}
+    for cpu in range(m.cpus):
+        key = tuple(_level_key(level) for level in cpus[str(cpu)])
+        classes.setdefault(key, []).append(cpu)
+    lines = [f"domains: {domains['builder']} ({description})"]
+    lines.append(f"{len(classes)} distinct hierarchies")
+    for members in classes.values():
+        first = members[0]
+        nodes = sorted({n["id"] for n in m.info["nodes"] if set(n["cpus"]) & set(members)})
+        lines.append("")
+        lines.append(f"CPUs {cpulist(members)} (node {cpulist(nodes)}), shown for CPU {first}:")
+        levels = cpus[str(first)]
+        if not levels:
+            lines.append("  (no level: nothing to balance)")
+        for level, extra in zip(levels, details[first], strict=True):
+            lines.append(
+                f"  level {level['level']}  {level['name']:<8} span {cpulist(level['span'])}"
+                f"  ({len(level['span'])} CPUs, {len(level['groups'])} groups)"
+            )
+            lines.append(
+                f"      interval {level['min_interval_ms']}-{level['max_interval_ms']} ms,"
+                f" busy_factor {level['busy_factor']}, imbalance_pct {level['imbalance_pct']},"
+                f" cache_nice_tries {extra['cache_nice_tries']},"
+                f" cache-hot {extra['cache_hot_ns'] / 1e6:g} ms"
+            )
+            lines.append(f"      flags {' '.join(f.removeprefix('SD_') for f in extra['flags'])}")
+            groups = []
+            for g in level["groups"]:
+                text = "{" + cpulist(g["span"])
+                if g["balance_mask"] != g["span"]:
+                    text += " mask " + cpulist(g["balance_mask"])
+                groups.append(text + "}")
+            lines.append("      groups " + " ".join(groups))
+    return "\n".join(lines)

@@ -1,0 +1,329 @@
+"""The bad-input corpus: every malformed input gets exit code 2, nothing on stdout, and exactly
+one line on stderr — the one given here, naming the file, the place and the problem."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+SLIT = "t.slit"
+TOML = "m.toml"
+YAML = "m.yaml"
+
+# (file name, content, extra CLI args, expected message after "numasim: error: {path}")
+CORPUS = [
+    ("empty", SLIT, "", [], ": the distance table is empty"),
+    ("blank-lines-only", SLIT, "\n\n# just a comment\n", [], ": the distance table is empty"),
+    (
+        "row-too-short",
+        SLIT,
+        "10 20\n20\n",
+        [],
+        ": line 2: row 1: has 1 values but the table has 2 rows; a distance table must be square",
+    ),
+    (
+        "more-rows-than-columns",
+        SLIT,
+        "10 20\n20 10\n30 30\n",
+        [],
+        ": line 1: row 0: has 2 values but the table has 3 rows; a distance table must be square",
+    ),
+    (
+        "not-an-integer",
+        SLIT,
+        "10 2x\n20 10\n",
+        [],
+        ": line 1: row 0, column 1: '2x' is not an integer",
+    ),
+    (
+        "a-float",
+        SLIT,
+        "10 20\n20.5 10\n",
+        [],
+        ": line 2: row 1, column 0: '20.5' is not an integer",
+    ),
+    (
+        "below-10",
+        SLIT,
+        "10 5\n5 10\n",
+        [],
+        ": line 1: row 0, column 1: 5 is below 10, the local distance",
+    ),
+    (
+        "negative",
+        SLIT,
+        "10 20\n-20 10\n",
+        [],
+        ": line 2: row 1, column 0: -20 is below 10, the local distance",
+    ),
+    (
+        "above-255",
+        SLIT,
+        "10 256\n256 10\n",
+        [],
+        ": line 1: row 0, column 1: 256 is above 255, the largest SLIT value",
+    ),
+    (
+        "diagonal-not-minimum",
+        SLIT,
+        "10 20 30\n20 40 20\n30 20 10\n",
+        [],
+        ": line 2: row 1, column 0: 20 is not larger than the diagonal value 40; "
+        "the diagonal must be the row minimum",
+    ),
+    (
+        "off-diagonal-equals-local",
+        SLIT,
+        "10 10\n10 10\n",
+        [],
+        ": line 1: row 0, column 1: 10 is not larger than the diagonal value 10; "
+        "the diagonal must be the row minimum",
+    ),
+    (
+        "diagonal-not-10",
+        SLIT,
+        "12 20\n20 12\n",
+        [],
+        ": line 1: row 0, column 0: the diagonal value is 12; it must be 10, the local distance",
+    ),
+    (
+        "numactl-row-mislabelled",
+        SLIT,
+        "node distances:\nnode 0 1\n 0: 10 20\n 2: 20 10\n",
+        [],
+        ": line 4: row is labelled node 2, expected node 1",
+    ),
+    (
+        "numactl-row-wider-than-header",
+        SLIT,
+        "node distances:\nnode 0 1\n 0: 10 20 30\n 1: 20 10\n",
+        [],
+        ": line 3: row 0: has 3 values but the header names 2 nodes",
+    ),
+    (
+        "node-without-row",
+        TOML,
+        "cpus = [2, 2, 2]\ndistances = [[10, 20], [20, 10]]\n",
+        [],
+        ": node 2 has no row in the distance table (3 nodes, 2 rows)",
+    ),
+    (
+        "toml-unknown-key",
+        TOML,
+        "cpus_per_nod = 2\ndistances = [[10]]\n",
+        [],
+        ": line 1, column 1: unknown field `cpus_per_nod`, expected one of `name`, `description`, "
+        "`source`, `cpus_per_node`, `cpus`, `distances`, `distance_file`, `generator`, `speed`",
+    ),
+    (
+        "toml-syntax",
+        TOML,
+        "cpus_per_node = \n",
+        [],
+        ": line 1, column 17: string values must be quoted, expected literal string",
+    ),
+    (
+        "toml-no-distances",
+        TOML,
+        "cpus_per_node = 2\n",
+        [],
+        ": no distances: give one of distances, distance_file or [generator]",
+    ),
+    (
+        "toml-two-cpu-counts",
+        TOML,
+        "cpus_per_node = 2\ncpus = [2]\ndistances = [[10]]\n",
+        [],
+        ": give only one of cpus_per_node or cpus",
+    ),
+    (
+        "toml-no-cpu",
+        TOML,
+        "cpus_per_node = 0\ndistances = [[10, 20], [20, 10]]\n",
+        [],
+        ": the machine has no CPU",
+    ),
+    (
+        "toml-bad-distance-value",
+        TOML,
+        "cpus_per_node = 1\ndistances = [[10, 300], [300, 10]]\n",
+        [],
+        " (field distances): row 0, column 1: 300 is above 255, the largest SLIT value",
+    ),
+    (
+        "toml-fast-cpu-out-of-range",
+        TOML,
+        "cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = 2.0\nfast_cpus = [3]\n",
+        [],
+        ": field speed.fast_cpus: fast cpu 3 does not exist (the machine has 1 CPUs)",
+    ),
+    (
+        "toml-zero-speed",
+        TOML,
+        "cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = 0.0\nfast_cpus = [0]\n",
+        [],
+        ": field speed: cpu 0 has speed 0; a speed must be a positive number",
+    ),
+    (
+        "toml-unknown-generator",
+        TOML,
+        'cpus_per_node = 1\n[generator]\nkind = "hypercube"\nnodes = 4\n',
+        [],
+        ": line 3, column 8: unknown variant `hypercube`, expected one of `two-level`, "
+        "`hierarchy`, `ring`, `mesh`, `torus`",
+    ),
+    (
+        "toml-hierarchy-distances",
+        TOML,
+        'cpus_per_node = 1\n[generator]\nkind = "hierarchy"\nnodes = 8\n'
+        "group_sizes = [4]\ndistances = [20]\n",
+        [],
+        ": field generator: a hierarchy with 1 group sizes needs 2 distances, got 1",
+    ),
+    (
+        "toml-generator-too-far",
+        TOML,
+        'cpus_per_node = 1\n[generator]\nkind = "ring"\nnodes = 64\nstep = 10\n',
+        [],
+        ": row 0, column 25: 260 is above 255, the largest SLIT value",
+    ),
+    (
+        "yaml-malformed",
+        YAML,
+        "cpus_per_node: [1, 2\n",
+        [],
+        ": line 2, column 1: expected ',' or ']', but got '<stream end>'",
+    ),
+    (
+        "yaml-not-a-mapping",
+        YAML,
+        "- 1\n- 2\n",
+        [],
+        ": a machine file must be a mapping of keys to values",
+    ),
+    (
+        "matrix-without-cpus-per-node",
+        SLIT,
+        "10 20\n20 10\n",
+        None,
+        ": a distance-table file needs --cpus-per-node (or write a .toml machine file)",
+    ),
+    (
+        "cpus-per-node-on-a-machine-file",
+        TOML,
+        "cpus_per_node = 1\ndistances = [[10]]\n",
+        ["--cpus-per-node", "2"],
+        ": --cpus-per-node applies only to a distance-table file; "
+        "a machine file sets cpus_per_node itself",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "filename", "content", "extra", "expected"), CORPUS, ids=[c[0] for c in CORPUS]
+)
+def test_bad_input_is_one_line_and_exit_2(run, tmp_path, name, filename, content, extra, expected):
+    path = tmp_path / filename
+    path.write_text(content)
+    args = ["topology", str(path)]
+    if extra is None:
+        pass
+    elif extra:
+        args += extra
+    elif filename == SLIT:
+        args += ["--cpus-per-node", "2"]
+    r = run(*args)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err == f"numasim: error: {path}{expected}\n"
+
+
+def test_corpus_is_large_enough():
+    assert len(CORPUS) >= 15
+
+
+def test_missing_distance_file_names_it(run, tmp_path):
+    m = tmp_path / "m.toml"
+    m.write_text('cpus_per_node = 1\ndistance_file = "nowhere.slit"\n')
+    r = run("topology", m)
+    assert r.code == 2
+    assert r.err.startswith(f"numasim: error: {m}: field distance_file: cannot read ")
+    assert "nowhere.slit" in r.err
+    assert r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["topology", "no-such-machine"],
+            "no-such-machine: unknown machine: not a preset (see `numasim list machines`), "
+            "not a file, and not 'host'",
+        ),
+        (
+            ["topology", "mehta-m1", "--domains", "three-level"],
+            "--domains: unknown domain builder 'three-level'; choose one of flat, node-only, "
+            "two-level, multilevel, linux",
+        ),
+        (
+            ["topology", "mehta-m1", "--cpus-per-node", "0"],
+            "Invalid value for '--cpus-per-node': 0 is not in the range x>=1.",
+        ),
+        (
+            ["topology", "mehta-m1", "--cpus-per-node", "2"],
+            "mehta-m1: --cpus-per-node applies only to a distance-table file; "
+            "presets fix their CPUs",
+        ),
+        (["topology"], "Missing argument 'MACHINE'."),
+        (["frobnicate"], "No such command 'frobnicate'."),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(run, args, expected):
+    r = run(*args)
+    assert (r.code, r.out, r.err) == (2, "", f"numasim: error: {expected}\n")
+
+
+def test_fake_host_without_nodes(run, tmp_path):
+    r = run("topology", "host", "--sysfs-root", tmp_path)
+    assert r.code == 2
+    node_dir = tmp_path / "sys/devices/system/node"
+    assert r.err.startswith(f"numasim: error: {node_dir}: cannot read the host's NUMA nodes: ")
+    assert r.err.count("\n") == 1
+
+
+def test_fake_host_with_a_bad_cpulist(run, tmp_path):
+    node = tmp_path / "sys/devices/system/node/node0"
+    node.mkdir(parents=True)
+    (node / "cpulist").write_text("0-x\n")
+    (node / "distance").write_text("10\n")
+    r = run("topology", "host", "--sysfs-root", tmp_path)
+    assert (r.code, r.err) == (2, f"numasim: error: {node / 'cpulist'}: '0-x' is not a CPU range\n")
+
+
+def test_real_console_script_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.slit"
+    bad.write_text("10 20\n20 x\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "numasim", "topology", str(bad), "--cpus-per-node", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == f"numasim: error: {bad}: line 2: row 1, column 1: 'x' is not an integer\n"
+    assert "Traceback" not in proc.stderr
+
+
+def test_asymmetric_table_is_accepted_with_a_warning(run, tmp_path):
+    path = tmp_path / "asym.slit"
+    path.write_text("10 20\n30 10\n")
+    r = run("topology", path, "--cpus-per-node", "1")
+    assert r.code == 0
+    assert r.err == (
+        f"numasim: warning: {path}: the distance table is asymmetric (row 0, column 1 is 20 but "
+        "row 1, column 0 is 30); accepted, as the kernel does\n"
+    )
+    assert "distances:" in r.out
