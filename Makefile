@@ -34,8 +34,8 @@ check-rust:
 	cargo test -p numasim-core
 
 check-python: build
-	$(BIN)/ruff check python tests
-	$(BIN)/ruff format --check python tests
+	$(BIN)/ruff check python tests tools
+	$(BIN)/ruff format --check python tests tools
 	$(BIN)/pytest
 
 test: check-rust check-python

@@ -47,11 +47,15 @@ def capture_files():
 def test_cli_reproduces_real_kernel_capture(run, tmp_path, capture):
     """`numasim topology FILE --cpus-per-node P --domains linux --json` = the 6.1 kernel."""
     cap = json.loads(capture.read_text())
-    table = tmp_path / f"{capture.stem}.slit"
-    table.write_text("\n".join(" ".join(map(str, row)) for row in cap["slit"]) + "\n")
-    r = run(
-        "topology", table, "--cpus-per-node", cap["cpus_per_node"], "--domains", "linux", "--json"
-    )
+    if isinstance(cap["cpus_per_node"], int):
+        machine = tmp_path / f"{capture.stem}.slit"
+        machine.write_text("\n".join(" ".join(map(str, row)) for row in cap["slit"]) + "\n")
+        args = [machine, "--cpus-per-node", cap["cpus_per_node"]]
+    else:  # a CPU count per node: a machine file
+        machine = tmp_path / f"{capture.stem}.toml"
+        machine.write_text(f"cpus = {cap['cpus_per_node']}\ndistances = {cap['slit']}\n")
+        args = [machine]
+    r = run("topology", *args, "--domains", "linux", "--json")
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert out["domains"]["builder"] == "linux"

@@ -24,8 +24,12 @@ fn check_capture(file: &str) {
         .iter()
         .map(|r| ids(r).into_iter().map(|v| v as u32).collect())
         .collect();
-    let cpn = capture["cpus_per_node"].as_u64().unwrap() as usize;
-    let machine = testutils::machine(&slit, cpn);
+    // `cpus_per_node` is one count for every node, or a list of counts (0 = memory-only node).
+    let counts: Vec<usize> = match &capture["cpus_per_node"] {
+        Value::Array(_) => ids(&capture["cpus_per_node"]),
+        v => vec![v.as_u64().unwrap() as usize; slit.len()],
+    };
+    let machine = testutils::machine_with_counts(&slit, &counts);
     let domains = Builder::Linux.build(&machine, &BuildOptions::default());
     let cpus = capture["cpus"].as_object().unwrap();
     assert_eq!(cpus.len(), machine.cpus(), "{file}: CPU count");
