@@ -191,3 +191,36 @@ fn linux_ignores_memory_only_nodes() {
         "the distance-15 level adds no CPU and is removed"
     );
 }
+
+#[test]
+fn era26_newly_idle_balancing_only_inside_a_node() {
+    use numasim_core::domains::sd;
+    let m = preset("mehta-m1");
+    for b in [Builder::TwoLevel, Builder::Multilevel] {
+        let d = build(&m, b);
+        assert_ne!(
+            d[0][0].params.flags & sd::BALANCE_NEWIDLE,
+            0,
+            "{b}: in-node level"
+        );
+        assert_ne!(
+            d[0][0].params.flags & sd::WAKE_AFFINE,
+            0,
+            "{b}: in-node wake-affine"
+        );
+        for level in &d[0][1..] {
+            assert_eq!(
+                level.params.flags & sd::BALANCE_NEWIDLE,
+                0,
+                "{b}: {}",
+                level.name
+            );
+            assert_ne!(
+                level.params.flags & sd::WAKE_BALANCE,
+                0,
+                "{b}: {}",
+                level.name
+            );
+        }
+    }
+}

@@ -98,9 +98,10 @@ pub struct Era26Params {
 
 impl Default for Era26Params {
     fn default() -> Self {
-        // Flags as ia64's 2.6.18 include/asm-ia64/topology.h sets them (the SGI Altix and HP
-        // Superdome of the papers are ia64): newly-idle balancing at both levels, wake-affine
-        // inside a node, wake-balance between nodes.
+        // The node values of SPEC §2 (8/32 ms, busy_factor 32, 125 %, 2 tries) are x86_64's
+        // 2.6.18 SD_NODE_INIT (include/asm-x86_64/topology.h); the in-node ones the generic
+        // SD_CPU_INIT (include/linux/topology.h). Flags follow the same headers: newly-idle
+        // balancing only inside a node; wake-affine inside a node, wake-balance between nodes.
         Self {
             in_node: LevelParams {
                 min_interval_ms: 1,
@@ -122,11 +123,7 @@ impl Default for Era26Params {
                 imbalance_pct: 125,
                 cache_nice_tries: 2,
                 cache_hot_ns: 10_000_000,
-                flags: sd::LOAD_BALANCE
-                    | sd::BALANCE_NEWIDLE
-                    | sd::BALANCE_EXEC
-                    | sd::BALANCE_FORK
-                    | sd::WAKE_BALANCE,
+                flags: sd::LOAD_BALANCE | sd::BALANCE_EXEC | sd::BALANCE_FORK | sd::WAKE_BALANCE,
             },
         }
     }
