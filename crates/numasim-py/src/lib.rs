@@ -22,6 +22,10 @@ fn input_err(e: CoreInputError) -> PyErr {
     InputError::new_err(e.to_string())
 }
 
+fn wrap(r: numasim_core::Result<numasim_core::Machine>) -> PyResult<Machine> {
+    r.map(|inner| Machine { inner }).map_err(input_err)
+}
+
 /// A NUMA machine: nodes, CPUs, speeds and a validated SLIT distance table.
 #[pyclass(frozen, module = "numasim._core")]
 struct Machine {
@@ -33,44 +37,34 @@ impl Machine {
     /// Reads a TOML machine file.
     #[staticmethod]
     fn from_toml_file(path: &str) -> PyResult<Self> {
-        file::read(Path::new(path))
-            .map(|inner| Self { inner })
-            .map_err(input_err)
+        wrap(file::read(Path::new(path)))
     }
 
     /// Parses machine-file text (TOML); `base_dir` resolves a relative `distance_file`.
     #[staticmethod]
     #[pyo3(signature = (text, origin, base_dir=None))]
     fn from_toml_str(text: &str, origin: &str, base_dir: Option<&str>) -> PyResult<Self> {
-        file::parse(origin, text, base_dir.map(Path::new))
-            .map(|inner| Self { inner })
-            .map_err(input_err)
+        wrap(file::parse(origin, text, base_dir.map(Path::new)))
     }
 
     /// Parses a machine file given as JSON of the TOML structure (used for YAML files).
     #[staticmethod]
     #[pyo3(signature = (text, origin, base_dir=None))]
     fn from_json_str(text: &str, origin: &str, base_dir: Option<&str>) -> PyResult<Self> {
-        file::parse_json(origin, text, base_dir.map(Path::new))
-            .map(|inner| Self { inner })
-            .map_err(input_err)
+        wrap(file::parse_json(origin, text, base_dir.map(Path::new)))
     }
 
     /// Reads a plain distance-matrix file (sysfs rows or `numactl --hardware`).
     #[staticmethod]
     fn from_matrix_file(path: &str, cpus_per_node: usize) -> PyResult<Self> {
-        file::read_matrix(Path::new(path), cpus_per_node)
-            .map(|inner| Self { inner })
-            .map_err(input_err)
+        wrap(file::read_matrix(Path::new(path), cpus_per_node))
     }
 
     /// Reads the host from `ROOT/sys/devices/system/node`.
     #[staticmethod]
     #[pyo3(signature = (root="/"))]
     fn from_sysfs(root: &str) -> PyResult<Self> {
-        sysfs::read(Path::new(root))
-            .map(|inner| Self { inner })
-            .map_err(input_err)
+        wrap(sysfs::read(Path::new(root)))
     }
 
     #[getter]
