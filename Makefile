@@ -14,7 +14,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
-		"click>=8.1" "pyyaml>=6" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
+		"click>=8.1" "pyyaml>=6" "pandas>=2" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
 	touch $@
 
 # Compiles the Rust core into the venv (incremental; release, as benchmarks need it).

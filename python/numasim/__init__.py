@@ -6,6 +6,16 @@ core (``numasim._core``); this package finds inputs, presents results and runs t
 
 from numasim._core import InputError
 from numasim.machine import Machine, builders, presets
+from numasim.sim import Result, Workload, policies, simulate
 
-__all__ = ["InputError", "Machine", "builders", "presets"]
+__all__ = [
+    "InputError",
+    "Machine",
+    "Result",
+    "Workload",
+    "builders",
+    "policies",
+    "presets",
+    "simulate",
+]
 __version__ = "0.1.0"

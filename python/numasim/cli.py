@@ -13,7 +13,8 @@ import click
 
 from numasim import _core
 from numasim.machine import Machine, builders, presets
-from numasim.render import domains_text, machine_text
+from numasim.render import domains_text, machine_text, summary_text
+from numasim.sim import Workload, default_domains, policies, simulate
 
 EXIT_BAD_INPUT = 2
 
@@ -66,6 +67,52 @@ def topology(
     click.echo(domains_text(m, domains, m.domain_details(builder), description))
 
 
+@cli.command()
+@click.option("--machine", "machine_spec", required=True, help="Preset, machine file or 'host'.")
+@click.option(
+    "--workload",
+    "workload_spec",
+    required=True,
+    help="A spec (n=300,kind=cpu,exec=200,arrival=random) or a .csv/.json workload file.",
+)
+@click.option("--policy", default="linux26", show_default=True, help="Balancing policy.")
+@click.option("--domains", "builder", default=None, help="Domain builder (default: the policy's).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--cpus-per-node", type=click.IntRange(min=1), default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
+def run(
+    machine_spec: str,
+    workload_spec: str,
+    policy: str,
+    builder: str | None,
+    seed: int,
+    cpus_per_node: int | None,
+    as_json: bool,
+    out: str | None,
+) -> None:
+    """Simulate one run and print its summary."""
+    m = Machine.load(machine_spec, cpus_per_node)
+    _warn(m)
+    builder = builder or default_domains(policy)
+    workload = Workload.resolve(m, workload_spec, seed)
+    result = simulate(m, workload, policy=policy, domains=builder)
+    if out:
+        from pathlib import Path
+
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        result.processes.to_csv(d / "processes.csv", index=False)
+        (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
+        workload.save(d / "workload.csv")
+    if as_json:
+        click.echo(json.dumps(result.raw_summary))
+    else:
+        click.echo(summary_text(m.name, policy, builder, result))
+        if out:
+            click.echo(f"wrote {out}/processes.csv, {out}/summary.json, {out}/workload.csv")
+
+
 @cli.group(name="list")
 def list_() -> None:
     """List what numasim ships."""
@@ -87,6 +134,16 @@ def list_machines(as_json: bool) -> None:
     for p in items:
         click.echo(f"{p.name:<{width}}  {p.description}")
         click.echo(f"{'':<{width}}  source: {p.source}")
+
+
+@list_.command(name="policies")
+def list_policies() -> None:
+    """Balancing policies, with a one-line description, reference and default domains."""
+    items = policies()
+    width = max(len(p[0]) for p in items)
+    for name, description, reference, domains in items:
+        click.echo(f"{name:<{width}}  {description} (default domains: {domains})")
+        click.echo(f"{'':<{width}}  reference: {reference}")
 
 
 @list_.command(name="builders")

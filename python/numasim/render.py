@@ -95,3 +95,30 @@ def domains_text(
                 groups.append(text + "}")
             lines.append("      groups " + " ".join(groups))
     return "\n".join(lines)
+
+
+def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
+    """The run summary for the terminal."""
+    s = result.raw_summary
+    b = s["balance"]
+    kinds = ", ".join(f"{k} {v}" for k, v in s["migrations_by_kind"] if v)
+    levels = " ".join(f"{d}:{n}" for d, n in zip(s["mals"], s["migrations_by_level"], strict=True))
+    far_levels = " ".join(
+        f"{d}:{n}" for d, n in zip(s["mals"][1:], s["far_by_level"][1:], strict=True)
+    )
+    lines = [
+        f"{machine} · {policy} over {builder} domains · {s['processes']} processes",
+        f"turnaround   mean {s['mean_tat_ms']:.1f} ms, median {s['median_tat_ms']:.1f} ms, "
+        f"p95 {s['p95_tat_ms']:.1f} ms",
+        f"response     mean {s['mean_response_ms']:.2f} ms; "
+        f"waiting mean {s['mean_waiting_ms']:.1f} ms",
+        f"makespan     {s['makespan_ms']:.1f} ms; utilisation {100 * s['utilisation']:.1f} %",
+        f"migrations   {s['migrations']} ({kinds or 'none'}); by distance {levels}",
+        f"balancing    periodic {sum(b['periodic'])}, newly idle {sum(b['newidle'])}, "
+        f"active {sum(b['active'])}; cost {b['cost_ms']:.3f} ms",
+        f"memory       stall {s['memory_ms']:.1f} ms; mean remote factor "
+        f"{s['mean_remote_factor']:.3f}",
+        f"far from origin  {s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
+        f"by level {far_levels or '-'}",
+    ]
+    return "\n".join(lines)

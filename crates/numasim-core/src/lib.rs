@@ -15,10 +15,13 @@
 
 pub mod cpuset;
 pub mod domains;
+pub mod engine;
 pub mod error;
 pub mod machine;
+pub mod policy;
 #[cfg(feature = "testutils")]
 pub mod testutils;
+pub mod workload;
 
 pub use domains::{Builder, Domains, Group, Level, LevelParams};
 pub use error::{InputError, Result};

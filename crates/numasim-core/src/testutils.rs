@@ -33,3 +33,19 @@ pub fn two_level_table(nodes: usize, remote: u32) -> Vec<Vec<u32>> {
         })
         .collect()
 }
+
+/// Like [`machine`], with per-CPU speeds.
+pub fn machine_with_speeds(rows: &[Vec<u32>], cpus_per_node: usize, speeds: Vec<f64>) -> Machine {
+    Machine::new(
+        "test",
+        MachineParts {
+            name: "test".into(),
+            description: String::new(),
+            source: String::new(),
+            node_cpus: contiguous_cpus(&vec![cpus_per_node; rows.len()]),
+            speeds: Some(speeds),
+            distances: DistanceTable::from_matrix("test", rows).expect("valid test table"),
+        },
+    )
+    .expect("valid test machine")
+}

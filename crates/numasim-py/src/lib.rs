@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use numasim_core::domains::{sd, BuildOptions, Builder};
+use numasim_core::engine::{EngineConfig, PolicyContext};
 use numasim_core::machine::{file, sysfs};
+use numasim_core::workload::WorkloadSpec;
 use numasim_core::InputError as CoreInputError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -181,6 +183,108 @@ fn machine_json(m: &numasim_core::Machine) -> serde_json::Value {
     })
 }
 
+/// A workload: processes in pid order.
+#[pyclass(frozen, module = "numasim._core")]
+struct Workload {
+    inner: numasim_core::workload::Workload,
+}
+
+#[pymethods]
+impl Workload {
+    /// Generates a workload from a spec (`n=300,kind=cpu,...`) for `machine` with `seed`.
+    #[staticmethod]
+    #[pyo3(signature = (machine, spec, seed, origin="--workload"))]
+    fn generate(machine: &Machine, spec: &str, seed: u64, origin: &str) -> PyResult<Self> {
+        let m = &machine.inner;
+        let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
+        let w = WorkloadSpec::parse(origin, spec)
+            .and_then(|s| s.generate(origin, seed, &node_cpus))
+            .map_err(input_err)?;
+        Ok(Self { inner: w })
+    }
+
+    /// Reads CSV text (one row per process).
+    #[staticmethod]
+    fn from_csv(text: &str, origin: &str) -> PyResult<Self> {
+        numasim_core::workload::Workload::from_csv(origin, text)
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Reads JSON text (`{"processes": [...]}`).
+    #[staticmethod]
+    fn from_json(text: &str, origin: &str) -> PyResult<Self> {
+        numasim_core::workload::Workload::from_json(origin, text)
+            .map(|inner| Self { inner })
+            .map_err(input_err)
+    }
+
+    /// Checks the workload against a machine (pids, demands, spawn CPUs, ...).
+    fn validate(&self, machine: &Machine, origin: &str) -> PyResult<()> {
+        self.inner
+            .validate(origin, machine.inner.cpus())
+            .map_err(input_err)
+    }
+
+    fn to_csv(&self) -> String {
+        self.inner.to_csv()
+    }
+
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.processes.len()
+    }
+}
+
+/// Runs `workload` on `machine` with `policy` over `builder` domains; the result as JSON text.
+#[pyfunction]
+#[pyo3(signature = (machine, workload, policy, builder, record_trace=false))]
+fn simulate(
+    py: Python<'_>,
+    machine: &Machine,
+    workload: &Workload,
+    policy: &str,
+    builder: &str,
+    record_trace: bool,
+) -> PyResult<String> {
+    let b: Builder = builder.parse().map_err(input_err)?;
+    let (m, w) = (&machine.inner, &workload.inner);
+    let config = EngineConfig {
+        record_trace,
+        ..EngineConfig::default()
+    };
+    py.detach(|| {
+        let domains = b.build(m, &BuildOptions::default());
+        let ctx = PolicyContext {
+            machine: m,
+            domains: &domains,
+            config: &config,
+        };
+        let mut p = numasim_core::policy::by_name(policy, &ctx)?;
+        let r = numasim_core::engine::run(m, &domains, w, p.as_mut(), &config)?;
+        Ok(serde_json::to_string(&r).expect("serialisable"))
+    })
+    .map_err(input_err)
+}
+
+/// The balancing policies: `(name, description, reference, default domain builder)`.
+#[pyfunction]
+fn policies() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    numasim_core::policy::POLICIES
+        .iter()
+        .map(|p| (p.name, p.description, p.reference, p.default_domains))
+        .collect()
+}
+
+/// Names of the migration kinds, in the order of `migrations_by_kind`.
+#[pyfunction]
+fn migration_kinds() -> Vec<&'static str> {
+    numasim_core::engine::metrics::migration_kind_names()
+}
+
 /// The domain builders: `(name, description, reference)`.
 #[pyfunction]
 fn builders() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -193,7 +297,11 @@ fn builders() -> Vec<(&'static str, &'static str, &'static str)> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Machine>()?;
+    m.add_class::<Workload>()?;
     m.add_function(wrap_pyfunction!(builders, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())
 }

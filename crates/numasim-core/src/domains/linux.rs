@@ -109,6 +109,9 @@ impl Topology<'_> {
                 cache_nice_tries,
                 cache_hot_ns: p.migration_cost_ns,
                 flags,
+                // 6.x has no cpu_load[] averages (removed in 5.x): every index reads the
+                // instantaneous load.
+                load_idx: super::LoadIdx::default(),
             },
         )
     }

@@ -85,6 +85,18 @@ pub struct LevelParams {
     pub cache_hot_ns: u64,
     /// `SD_*` flags (see [`sd`]).
     pub flags: u32,
+    /// 2.6 load-average indices (`busy_idx`, `idle_idx`, `newidle_idx`, `forkexec_idx`): which
+    /// decayed `cpu_load[]` the balancer reads in each situation (0 = instantaneous).
+    pub load_idx: LoadIdx,
+}
+
+/// 2.6 load-average indices of a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LoadIdx {
+    pub busy: usize,
+    pub idle: usize,
+    pub newidle: usize,
+    pub forkexec: usize,
 }
 
 /// The 2.6-era parameter sets (SPEC §2, from 2.6.18 `SD_CPU_INIT` / `SD_NODE_INIT`).
@@ -115,6 +127,12 @@ impl Default for Era26Params {
                     | sd::BALANCE_EXEC
                     | sd::BALANCE_FORK
                     | sd::WAKE_AFFINE,
+                load_idx: LoadIdx {
+                    busy: 2,
+                    idle: 1,
+                    newidle: 2,
+                    forkexec: 1,
+                },
             },
             node: LevelParams {
                 min_interval_ms: 8,
@@ -124,6 +142,12 @@ impl Default for Era26Params {
                 cache_nice_tries: 2,
                 cache_hot_ns: 10_000_000,
                 flags: sd::LOAD_BALANCE | sd::BALANCE_EXEC | sd::BALANCE_FORK | sd::WAKE_BALANCE,
+                load_idx: LoadIdx {
+                    busy: 3,
+                    idle: 2,
+                    newidle: 2,
+                    forkexec: 1,
+                },
             },
         }
     }

@@ -1,0 +1,277 @@
+//! Metrics (SPEC §7), gathered from the final simulation state.
+//!
+//! Per process: arrival, first run, completion, turnaround, response, waiting, CPU time by node
+//! and by CPU class, cache-refill time, IO wait, migrations by kind and by distance level, the
+//! time-weighted remote-access factor, memory-stall time, origin and the node it ran most on.
+//! Per run: mean / median / p95 turnaround (p95 by nearest rank), mean response, makespan,
+//! utilisation per CPU, migrations by kind and level, balancing invocations and moves per kind and
+//! level with their total cost, total memory-stall time, and the processes far from their origin
+//! node (count, %, and by the memory access level of the node where they ran most).
+
+use serde::Serialize;
+
+use crate::policy::MigrationKind;
+
+use super::State;
+
+const MS: f64 = 1e6;
+
+/// What one process experienced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcResult {
+    pub pid: usize,
+    pub tgid: usize,
+    pub kind: &'static str,
+    pub demand_ms: f64,
+    pub arrival_ms: f64,
+    pub first_run_ms: f64,
+    pub completion_ms: f64,
+    pub turnaround_ms: f64,
+    pub response_ms: f64,
+    /// Runnable but not running.
+    pub waiting_ms: f64,
+    /// On a CPU (including cache-refill stalls and balancing work done on its CPU).
+    pub cpu_ms: f64,
+    pub fast_cpu_ms: f64,
+    pub slow_cpu_ms: f64,
+    pub refill_ms: f64,
+    pub io_wait_ms: f64,
+    /// Work done, accumulated from progress (equals `demand_ms` up to rounding).
+    pub work_ms: f64,
+    /// Time stalled on memory (part of `cpu_ms`).
+    pub memory_ms: f64,
+    /// Time-weighted mean of L = Σ share · distance / 10 while running (1.0 = all local).
+    pub remote_factor: f64,
+    pub origin_cpu: usize,
+    pub origin_node: usize,
+    pub most_node: usize,
+    /// Memory access level of `most_node` seen from `origin_node` (0 = the origin node itself).
+    pub most_level: usize,
+    pub migrations: u32,
+    /// Indexed like [`MigrationKind::ALL`] plus wake-up last.
+    pub migrations_by_kind: Vec<u32>,
+    /// Indexed by memory access level of the move's distance (0 = inside a node).
+    pub migrations_by_level: Vec<u32>,
+    pub cpu_ms_by_node: Vec<f64>,
+}
+
+/// Balancing invocations and moves per level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BalanceSummary {
+    pub periodic: Vec<u64>,
+    pub newidle: Vec<u64>,
+    pub active: Vec<u64>,
+    pub moved_periodic: Vec<u64>,
+    pub moved_newidle: Vec<u64>,
+    pub moved_active: Vec<u64>,
+    pub cost_ms: f64,
+    /// Decisions the engine refused (a policy bug if ever non-zero).
+    pub rejected: u64,
+}
+
+/// What the run as a whole did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub processes: usize,
+    pub makespan_ms: f64,
+    pub mean_tat_ms: f64,
+    pub median_tat_ms: f64,
+    pub p95_tat_ms: f64,
+    pub mean_response_ms: f64,
+    pub mean_waiting_ms: f64,
+    pub utilisation: f64,
+    pub utilisation_per_cpu: Vec<f64>,
+    pub migrations: u64,
+    pub migrations_by_kind: Vec<(String, u64)>,
+    pub migrations_by_level: Vec<u64>,
+    pub balance: BalanceSummary,
+    pub memory_ms: f64,
+    pub mean_remote_factor: f64,
+    pub far_from_origin: usize,
+    pub far_from_origin_pct: f64,
+    /// Far-from-origin processes by the level of the node where they ran most (index 0 unused).
+    pub far_by_level: Vec<usize>,
+    /// Memory access levels of the machine (SLIT values), for reading the per-level vectors.
+    pub mals: Vec<u32>,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    pub processes: Vec<ProcResult>,
+    pub summary: Summary,
+    /// Running intervals, when `EngineConfig::record_trace` is set.
+    pub trace: Vec<super::Slice>,
+    /// Events the engine processed (for benchmarks).
+    pub events: u64,
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / MS
+}
+
+/// Names of the migration kinds, in the order of `migrations_by_kind`.
+pub fn migration_kind_names() -> Vec<&'static str> {
+    MigrationKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+pub(super) fn collect(mut s: State<'_>) -> RunResult {
+    let trace = std::mem::take(&mut s.trace);
+    let events = s.events_processed;
+    let s = &s;
+    let m = s.machine;
+    let nlev = s.mals.len();
+    let processes: Vec<ProcResult> = s
+        .procs
+        .iter()
+        .enumerate()
+        .map(|(pid, p)| {
+            let w = &s.workload.processes[pid];
+            let completion = p.completion_ns.expect("every process completed");
+            let first = p.first_run_ns.expect("every process ran");
+            let cpu_ns: u64 = p.run_ns_by_node.iter().sum();
+            let origin_cpu = p.origin_cpu.expect("ran");
+            let origin_node = m.cpu_node(origin_cpu);
+            // Ties go to the origin node, then to the lowest node id.
+            let most_node = (0..m.nodes())
+                .max_by_key(|&k| (p.run_ns_by_node[k], k == origin_node, std::cmp::Reverse(k)))
+                .expect("a node");
+            let d = m.distance(origin_node, most_node);
+            let tat = completion - w.arrival_ns;
+            ProcResult {
+                pid,
+                tgid: w.tgid as usize,
+                kind: if w.kind == crate::workload::Kind::Cpu {
+                    "cpu"
+                } else {
+                    "io"
+                },
+                demand_ms: ms(w.demand_ns),
+                arrival_ms: ms(w.arrival_ns),
+                first_run_ms: ms(first),
+                completion_ms: ms(completion),
+                turnaround_ms: ms(tat),
+                response_ms: ms(first - w.arrival_ns),
+                waiting_ms: ms(tat.saturating_sub(cpu_ns + p.io_wait_ns)),
+                cpu_ms: ms(cpu_ns),
+                fast_cpu_ms: ms(p.run_ns_fast),
+                slow_cpu_ms: ms(p.run_ns_slow),
+                refill_ms: ms(p.refill_ns),
+                io_wait_ms: ms(p.io_wait_ns),
+                work_ms: p.work_done / MS,
+                memory_ms: p.mem_time_ns / MS,
+                remote_factor: if cpu_ns > 0 {
+                    p.remote_weighted_ns / cpu_ns as f64
+                } else {
+                    1.0
+                },
+                origin_cpu,
+                origin_node,
+                most_node,
+                most_level: s.mals.binary_search(&d).expect("a table distance"),
+                migrations: p.migrations_by_kind.iter().sum(),
+                migrations_by_kind: p.migrations_by_kind.to_vec(),
+                migrations_by_level: p.migrations_by_level.clone(),
+                cpu_ms_by_node: p.run_ns_by_node.iter().map(|&x| ms(x)).collect(),
+            }
+        })
+        .collect();
+    let n = processes.len();
+    let mut tats: Vec<f64> = processes.iter().map(|p| p.turnaround_ms).collect();
+    tats.sort_by(f64::total_cmp);
+    let mean = |f: &dyn Fn(&ProcResult) -> f64| processes.iter().map(f).sum::<f64>() / n as f64;
+    let median = if n % 2 == 1 {
+        tats[n / 2]
+    } else {
+        (tats[n / 2 - 1] + tats[n / 2]) / 2.0
+    };
+    let p95 = tats[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let makespan_ns = s
+        .procs
+        .iter()
+        .filter_map(|p| p.completion_ns)
+        .max()
+        .unwrap_or(0);
+    let first_arrival = s
+        .workload
+        .processes
+        .iter()
+        .map(|p| p.arrival_ns)
+        .min()
+        .unwrap_or(0);
+    let span = (makespan_ns - first_arrival).max(1) as f64;
+    let utilisation_per_cpu: Vec<f64> = s.cpus.iter().map(|c| c.busy_ns as f64 / span).collect();
+    let mut by_kind = vec![0u64; MigrationKind::ALL.len()];
+    let mut by_level = vec![0u64; nlev];
+    for p in &processes {
+        for (k, v) in p.migrations_by_kind.iter().enumerate() {
+            by_kind[k] += u64::from(*v);
+        }
+        for (l, v) in p.migrations_by_level.iter().enumerate() {
+            by_level[l] += u64::from(*v);
+        }
+    }
+    let far: Vec<&ProcResult> = processes
+        .iter()
+        .filter(|p| p.most_node != p.origin_node)
+        .collect();
+    let mut far_by_level = vec![0usize; nlev];
+    for p in &far {
+        far_by_level[p.most_level] += 1;
+    }
+    let pad = |v: &Vec<u64>| {
+        let mut v = v.clone();
+        v.resize(v.len().max(nlev), 0);
+        v
+    };
+    let st = &s.stats;
+    let total_cpu: f64 = processes.iter().map(|p| p.cpu_ms).sum();
+    let summary = Summary {
+        processes: n,
+        makespan_ms: ms(makespan_ns),
+        mean_tat_ms: mean(&|p| p.turnaround_ms),
+        median_tat_ms: median,
+        p95_tat_ms: p95,
+        mean_response_ms: mean(&|p| p.response_ms),
+        mean_waiting_ms: mean(&|p| p.waiting_ms),
+        utilisation: utilisation_per_cpu.iter().sum::<f64>() / utilisation_per_cpu.len() as f64,
+        utilisation_per_cpu,
+        migrations: by_kind.iter().sum(),
+        migrations_by_kind: MigrationKind::ALL
+            .iter()
+            .zip(&by_kind)
+            .map(|(k, v)| (k.name().to_string(), *v))
+            .collect(),
+        migrations_by_level: by_level,
+        balance: BalanceSummary {
+            periodic: pad(&st.invocations[0]),
+            newidle: pad(&st.invocations[1]),
+            active: pad(&st.invocations[2]),
+            moved_periodic: pad(&st.moved[0]),
+            moved_newidle: pad(&st.moved[1]),
+            moved_active: pad(&st.moved[2]),
+            cost_ms: ms(st.cost_ns),
+            rejected: st.rejected,
+        },
+        memory_ms: processes.iter().map(|p| p.memory_ms).sum(),
+        mean_remote_factor: if total_cpu > 0.0 {
+            processes
+                .iter()
+                .map(|p| p.remote_factor * p.cpu_ms)
+                .sum::<f64>()
+                / total_cpu
+        } else {
+            1.0
+        },
+        far_from_origin: far.len(),
+        far_from_origin_pct: 100.0 * far.len() as f64 / n as f64,
+        far_by_level,
+        mals: s.mals.clone(),
+    };
+    RunResult {
+        processes,
+        summary,
+        trace,
+        events,
+    }
+}

@@ -1,0 +1,873 @@
+//! The discrete-event simulation engine (SPEC §4).
+//!
+//! ```text
+//!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
+//!                                               | IoDone(pid) | Balance(cpu, gen)
+//!   cpu c:  current ── running, progress accounted up to acct_ns
+//!           queue   ── runnable, front runs next (round robin, timeslice_ns)
+//!           stall_until ── cache refill or balancing work: the current process makes no progress
+//!           load    ── 128 × nr_running, and its per-tick decayed averages cpu_load[0..3]
+//!   process: remaining work (ns at speed 1, all-local), current burst, origin, metrics
+//!   group:   page shares per node (first touch), threads per node
+//! ```
+//!
+//! 1. Pop the earliest event; account the progress of every CPU it touches up to its time.
+//! 2. A running process progresses at `speed / ((1 − m) + m · L)` where
+//!    `L = Σ_k share_k · distance(node, k) / 10` over its group's pages; stalls make no progress.
+//! 3. Arrivals ask the policy where to place the process; IO completions where to wake it; a CPU
+//!    with nothing left balances newly-idle (levels the policy allows) before idling; every CPU
+//!    has a periodic balancing timer the policy sets.
+//! 4. Every decision is checked and applied here: moves set the cache-refill penalty (0.1 ms in a
+//!    node, 0.5 ms × distance/10 across nodes), each attempt stalls its CPU for 1 µs per runqueue,
+//!    0.2 µs per task examined and 5 µs per migration (all configurable).
+//! 5. The run ends when every process has completed; metrics are gathered from the states.
+//!
+//! Determinism: one event order (time, then insertion sequence), ordered containers, each
+//! process's own RNG for its bursts and waits. Known limits: no priorities or preemption on
+//! wake-up (every process is nice 0); time advances in integer ns, work in f64 ns.
+
+pub mod metrics;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp};
+use rand_pcg::Pcg64;
+
+use crate::domains::Domains;
+use crate::error::{InputError, Result};
+use crate::machine::{CpuId, Machine};
+use crate::policy::{Attempt, BalanceKind, MigrationKind, Pid, Policy};
+use crate::workload::{Kind, Workload};
+
+pub use metrics::{ProcResult, RunResult, Summary};
+
+/// Load weight of a nice-0 task (`NICE_0_LOAD` / `SCHED_LOAD_SCALE` in 2.6.18).
+pub const NICE_0_LOAD: u64 = 128;
+
+/// Engine parameters (SPEC §4 defaults; all configurable).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Round-robin timeslice (2.6 `DEF_TIMESLICE`, 100 ms).
+    pub timeslice_ns: u64,
+    /// Scheduler tick (HZ = 1000).
+    pub tick_ns: u64,
+    /// Cache refill after a migration inside a node.
+    pub refill_in_node_ns: u64,
+    /// Cache refill after a migration across nodes, per SLIT unit (0.5 ms × distance / 10).
+    pub refill_per_distance_ns: u64,
+    pub cost_per_rq_ns: u64,
+    pub cost_per_task_ns: u64,
+    pub cost_per_migration_ns: u64,
+    /// Record every running interval (for traces and invariant checks).
+    pub record_trace: bool,
+}
+
+/// One running interval of a process on a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Slice {
+    pub cpu: CpuId,
+    pub pid: Pid,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            timeslice_ns: 100_000_000,
+            tick_ns: 1_000_000,
+            refill_in_node_ns: 100_000,
+            refill_per_distance_ns: 50_000,
+            cost_per_rq_ns: 1_000,
+            cost_per_task_ns: 200,
+            cost_per_migration_ns: 5_000,
+            record_trace: false,
+        }
+    }
+}
+
+/// What a policy gets when it is built.
+pub struct PolicyContext<'a> {
+    pub machine: &'a Machine,
+    pub domains: &'a Domains,
+    pub config: &'a EngineConfig,
+}
+
+/// Lifecycle of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PState {
+    Pending,
+    Runnable,
+    Running,
+    Blocked,
+    Done,
+}
+
+/// Per-tick decayed CPU load (2.6.18 `update_load` in `scheduler_tick`).
+#[derive(Debug, Clone, Default)]
+struct LoadAvg {
+    cpu_load: [u64; 3],
+    /// Index of the last tick applied.
+    tick: u64,
+}
+
+impl LoadAvg {
+    /// The averages after applying ticks up to `now_tick` with a constant `raw` load.
+    fn at(&self, now_tick: u64, raw: u64) -> [u64; 3] {
+        let mut l = self.cpu_load;
+        let mut t = self.tick;
+        while t < now_tick {
+            let before = l;
+            for (i, v) in l.iter_mut().enumerate() {
+                let scale = 1u64 << i;
+                *v = (*v * (scale - 1) + raw) / scale;
+            }
+            t += 1;
+            if l == before {
+                break; // converged: further ticks change nothing
+            }
+        }
+        l
+    }
+
+    fn catch_up(&mut self, now_tick: u64, raw: u64) {
+        self.cpu_load = self.at(now_tick, raw);
+        self.tick = self.tick.max(now_tick);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct CpuState {
+    queue: VecDeque<Pid>,
+    current: Option<Pid>,
+    acct_ns: u64,
+    stall_until: u64,
+    milestone_gen: u64,
+    balance_gen: u64,
+    busy_ns: u64,
+    balance_ns: u64,
+    load: LoadAvg,
+}
+
+impl CpuState {
+    fn nr_running(&self) -> usize {
+        self.queue.len() + usize::from(self.current.is_some())
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ProcState {
+    state: PState,
+    cpu: CpuId,
+    origin_cpu: Option<CpuId>,
+    remaining: f64,
+    burst_left: f64,
+    rng: Pcg64,
+    slice_left_ns: u64,
+    last_ran_ns: Option<u64>,
+    refill_pending_ns: u64,
+    first_run_ns: Option<u64>,
+    completion_ns: Option<u64>,
+    run_ns_by_node: Vec<u64>,
+    run_ns_fast: u64,
+    run_ns_slow: u64,
+    refill_ns: u64,
+    migrations_by_kind: [u32; MigrationKind::ALL.len()],
+    migrations_by_level: Vec<u32>,
+    remote_weighted_ns: f64,
+    mem_time_ns: f64,
+    io_wait_ns: u64,
+    blocked_since: u64,
+    work_done: f64,
+    run_start_ns: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct GroupState {
+    threads: usize,
+    pages: Vec<f64>,
+    on_node: Vec<u32>,
+}
+
+/// What a policy can see: a read-only view of the simulation state at `now`.
+pub struct View<'a> {
+    pub now: u64,
+    pub machine: &'a Machine,
+    pub domains: &'a Domains,
+    pub config: &'a EngineConfig,
+    cpus: &'a [CpuState],
+    procs: &'a [ProcState],
+    groups: &'a [GroupState],
+    workload: &'a Workload,
+}
+
+/// A process as a policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcInfo {
+    pub pid: Pid,
+    pub tgid: usize,
+    pub kind: Kind,
+    pub mem: f64,
+    pub state: PState,
+    /// Current CPU (or the last one).
+    pub cpu: CpuId,
+    pub origin_cpu: Option<CpuId>,
+    /// When it last stopped running (for cache hotness); `None` if it never ran.
+    pub last_ran_ns: Option<u64>,
+    pub arrival_ns: u64,
+}
+
+impl View<'_> {
+    /// Runnable + running processes on `cpu`.
+    pub fn nr_running(&self, cpu: CpuId) -> usize {
+        self.cpus[cpu].nr_running()
+    }
+
+    /// The running process.
+    pub fn current(&self, cpu: CpuId) -> Option<Pid> {
+        self.cpus[cpu].current
+    }
+
+    /// Runnable, not running processes; the front runs next.
+    pub fn queued(
+        &self,
+        cpu: CpuId,
+    ) -> impl DoubleEndedIterator<Item = Pid> + ExactSizeIterator + '_ {
+        self.cpus[cpu].queue.iter().copied()
+    }
+
+    /// Whether nothing runs on `cpu`.
+    pub fn idle(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu].current.is_none() && self.cpus[cpu].queue.is_empty()
+    }
+
+    /// Instantaneous load: `NICE_0_LOAD` × nr_running (`raw_weighted_load`).
+    pub fn raw_load(&self, cpu: CpuId) -> u64 {
+        NICE_0_LOAD * self.nr_running(cpu) as u64
+    }
+
+    /// `cpu_load[idx - 1]` decayed per tick up to now (idx 0 = the raw load).
+    pub fn cpu_load(&self, cpu: CpuId, idx: usize) -> u64 {
+        if idx == 0 {
+            return self.raw_load(cpu);
+        }
+        let c = &self.cpus[cpu];
+        c.load
+            .at(self.now / self.config.tick_ns, self.raw_load(cpu))[idx - 1]
+    }
+
+    /// A process.
+    pub fn proc(&self, pid: Pid) -> ProcInfo {
+        let p = &self.procs[pid];
+        let w = &self.workload.processes[pid];
+        ProcInfo {
+            pid,
+            tgid: w.tgid as usize,
+            kind: w.kind,
+            mem: w.mem,
+            state: p.state,
+            cpu: p.cpu,
+            origin_cpu: p.origin_cpu,
+            last_ran_ns: p.last_ran_ns,
+            arrival_ns: w.arrival_ns,
+        }
+    }
+
+    /// Threads of group `tgid` that are runnable or running on `node`.
+    pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {
+        self.groups[tgid].on_node[node]
+    }
+
+    /// Number of threads in group `tgid`.
+    pub fn group_threads(&self, tgid: usize) -> usize {
+        self.groups[tgid].threads
+    }
+
+    /// Page shares of group `tgid` per node.
+    pub fn pages(&self, tgid: usize) -> &[f64] {
+        &self.groups[tgid].pages
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Arrive(Pid),
+    Milestone(CpuId, u64),
+    IoDone(Pid),
+    Balance(CpuId, u64),
+}
+
+/// Balancing statistics per (kind, level).
+#[derive(Debug, Clone, Default)]
+struct BalanceStats {
+    /// `[periodic, newidle, active]` × level
+    invocations: [Vec<u64>; 3],
+    moved: [Vec<u64>; 3],
+    cost_ns: u64,
+    rejected: u64,
+}
+
+struct State<'a> {
+    now: u64,
+    seq: u64,
+    machine: &'a Machine,
+    domains: &'a Domains,
+    config: &'a EngineConfig,
+    workload: &'a Workload,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    cpus: Vec<CpuState>,
+    procs: Vec<ProcState>,
+    groups: Vec<GroupState>,
+    mals: Vec<u32>,
+    done: usize,
+    stats: BalanceStats,
+    trace: Vec<Slice>,
+    events_processed: u64,
+}
+
+/// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
+/// exactly may keep a few 1e-9 of work.
+const WORK_EPS: f64 = 1e-3;
+
+impl<'a> State<'a> {
+    fn view(&self) -> View<'_> {
+        View {
+            now: self.now,
+            machine: self.machine,
+            domains: self.domains,
+            config: self.config,
+            cpus: &self.cpus,
+            procs: &self.procs,
+            groups: &self.groups,
+            workload: self.workload,
+        }
+    }
+
+    fn push(&mut self, t: u64, ev: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn tick(&self) -> u64 {
+        self.now / self.config.tick_ns
+    }
+
+    /// Applies pending ticks to `cpu`'s load averages before its load changes.
+    fn touch_load(&mut self, cpu: CpuId) {
+        let raw = NICE_0_LOAD * self.cpus[cpu].nr_running() as u64;
+        let t = self.tick();
+        self.cpus[cpu].load.catch_up(t, raw);
+    }
+
+    fn remote_factor(&self, pid: Pid, cpu: CpuId) -> f64 {
+        let tgid = self.workload.processes[pid].tgid as usize;
+        let pages = &self.groups[tgid].pages;
+        let total: f64 = pages.iter().sum();
+        if total <= 0.0 {
+            return 1.0;
+        }
+        let node = self.machine.cpu_node(cpu);
+        pages
+            .iter()
+            .enumerate()
+            .map(|(k, s)| s * f64::from(self.machine.distance(node, k)) / 10.0)
+            .sum::<f64>()
+            / total
+    }
+
+    fn rate(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
+        let m = self.workload.processes[pid].mem;
+        let l = self.remote_factor(pid, cpu);
+        (self.machine.speed(cpu) / ((1.0 - m) + m * l), l)
+    }
+
+    /// Accounts the running process's progress on `cpu` up to now.
+    fn advance(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let c = &self.cpus[cpu];
+        let Some(pid) = c.current else {
+            self.cpus[cpu].acct_ns = now;
+            return;
+        };
+        let from = c.acct_ns;
+        if now <= from {
+            return;
+        }
+        let stalled = c.stall_until.clamp(from, now) - from;
+        let productive = (now - from - stalled) as f64;
+        let (rate, l) = self.rate(pid, cpu);
+        let m = self.workload.processes[pid].mem;
+        let node = self.machine.cpu_node(cpu);
+        let fast = self.machine.speed(cpu) > 1.0;
+        let p = &mut self.procs[pid];
+        let work = productive * rate;
+        p.remaining -= work;
+        p.burst_left -= work;
+        p.work_done += work;
+        let wall = now - from;
+        p.run_ns_by_node[node] += wall;
+        if fast {
+            p.run_ns_fast += wall;
+        } else {
+            p.run_ns_slow += wall;
+        }
+        p.remote_weighted_ns += l * wall as f64;
+        p.mem_time_ns += productive * (m * l) / ((1.0 - m) + m * l);
+        p.slice_left_ns = p.slice_left_ns.saturating_sub(wall);
+        self.cpus[cpu].busy_ns += wall;
+        self.cpus[cpu].acct_ns = now;
+    }
+
+    /// (Re)schedules the milestone of `cpu`'s running process: end of burst or of slice.
+    fn schedule_milestone(&mut self, cpu: CpuId) {
+        self.cpus[cpu].milestone_gen += 1;
+        let Some(pid) = self.cpus[cpu].current else {
+            return;
+        };
+        let (rate, _) = self.rate(pid, cpu);
+        let start = self.cpus[cpu].stall_until.max(self.now);
+        let p = &self.procs[pid];
+        let need = (p.burst_left.max(0.0) / rate).ceil() as u64;
+        let t_work = start + need;
+        let t_slice = self.now + p.slice_left_ns.max(1);
+        let gen = self.cpus[cpu].milestone_gen;
+        self.push(t_work.min(t_slice), Event::Milestone(cpu, gen));
+    }
+
+    /// Stalls `cpu` for `ns` (balancing work or cache refill).
+    fn stall(&mut self, cpu: CpuId, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        self.advance(cpu);
+        let c = &mut self.cpus[cpu];
+        c.stall_until = c.stall_until.max(self.now) + ns;
+        self.schedule_milestone(cpu);
+    }
+
+    fn first_touch(&mut self, pid: Pid, cpu: CpuId) {
+        let tgid = self.workload.processes[pid].tgid as usize;
+        let node = self.machine.cpu_node(cpu);
+        let g = &mut self.groups[tgid];
+        g.pages[node] += 1.0 / g.threads as f64;
+    }
+
+    fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
+        self.touch_load(cpu);
+        let node = self.machine.cpu_node(cpu);
+        let tgid = self.workload.processes[pid].tgid as usize;
+        self.groups[tgid].on_node[node] += 1;
+        let p = &mut self.procs[pid];
+        p.state = PState::Runnable;
+        p.cpu = cpu;
+        self.cpus[cpu].queue.push_back(pid);
+    }
+
+    fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
+        let node = self.machine.cpu_node(cpu);
+        let tgid = self.workload.processes[pid].tgid as usize;
+        self.groups[tgid].on_node[node] -= 1;
+    }
+
+    /// Stops the running process of `cpu` (it stays on no queue).
+    fn take_current(&mut self, cpu: CpuId) -> Pid {
+        self.advance(cpu);
+        self.touch_load(cpu);
+        let pid = self.cpus[cpu].current.take().expect("a running process");
+        self.cpus[cpu].milestone_gen += 1;
+        self.procs[pid].last_ran_ns = Some(self.now);
+        if self.config.record_trace {
+            self.trace.push(Slice {
+                cpu,
+                pid,
+                start_ns: self.procs[pid].run_start_ns,
+                end_ns: self.now,
+            });
+        }
+        pid
+    }
+
+    /// Runs the next queued process if the CPU has none running.
+    fn dispatch(&mut self, cpu: CpuId) {
+        if self.cpus[cpu].current.is_some() {
+            return;
+        }
+        let Some(pid) = self.cpus[cpu].queue.pop_front() else {
+            return;
+        };
+        let now = self.now;
+        self.cpus[cpu].current = Some(pid);
+        self.cpus[cpu].acct_ns = now;
+        if self.procs[pid].first_run_ns.is_none() {
+            self.procs[pid].first_run_ns = Some(now);
+            self.procs[pid].origin_cpu = Some(cpu);
+            self.first_touch(pid, cpu);
+        }
+        let p = &mut self.procs[pid];
+        p.state = PState::Running;
+        p.run_start_ns = now;
+        if p.slice_left_ns == 0 {
+            p.slice_left_ns = self.config.timeslice_ns;
+        }
+        let refill = std::mem::take(&mut p.refill_pending_ns);
+        p.refill_ns += refill;
+        let c = &mut self.cpus[cpu];
+        c.stall_until = c.stall_until.max(now) + refill;
+        self.schedule_milestone(cpu);
+    }
+
+    fn level_of(&self, from: CpuId, to: CpuId) -> usize {
+        let d = self
+            .machine
+            .distance(self.machine.cpu_node(from), self.machine.cpu_node(to));
+        self.mals
+            .binary_search(&d)
+            .expect("a distance of the table")
+    }
+
+    fn record_migration(&mut self, pid: Pid, from: CpuId, to: CpuId, kind: MigrationKind) {
+        let level = self.level_of(from, to);
+        let refill = if level == 0 {
+            self.config.refill_in_node_ns
+        } else {
+            let d = self
+                .machine
+                .distance(self.machine.cpu_node(from), self.machine.cpu_node(to));
+            self.config.refill_per_distance_ns * u64::from(d)
+        };
+        let p = &mut self.procs[pid];
+        p.migrations_by_kind[kind as usize] += 1;
+        p.migrations_by_level[level] += 1;
+        p.refill_pending_ns += refill;
+    }
+
+    /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received
+    /// processes (one entry per process moved).
+    fn apply(&mut self, cpu: CpuId, level: usize, slot: usize, attempt: Attempt) -> Vec<CpuId> {
+        let mut touched = Vec::new();
+        for mv in &attempt.moves {
+            let ok = mv.from < self.cpus.len()
+                && mv.to < self.cpus.len()
+                && mv.from != mv.to
+                && self
+                    .procs
+                    .get(mv.pid)
+                    .is_some_and(|p| p.state == PState::Runnable && p.cpu == mv.from)
+                && self.cpus[mv.from].queue.contains(&mv.pid);
+            if !ok {
+                self.stats.rejected += 1;
+                continue;
+            }
+            self.touch_load(mv.from);
+            let q = &mut self.cpus[mv.from].queue;
+            let at = q.iter().position(|&p| p == mv.pid).expect("checked");
+            q.remove(at);
+            self.leave_node(mv.pid, mv.from);
+            self.enqueue(mv.pid, mv.to);
+            self.record_migration(mv.pid, mv.from, mv.to, mv.kind);
+            touched.push(mv.to);
+        }
+        let moved = touched.len();
+        if !attempt.pages.is_empty() {
+            // Account the past at the old speeds before the pages move.
+            for c in 0..self.cpus.len() {
+                self.advance(c);
+            }
+        }
+        for pm in &attempt.pages {
+            let g = &mut self.groups[pm.tgid];
+            let amount = pm.share.min(g.pages[pm.from_node]).max(0.0);
+            g.pages[pm.from_node] -= amount;
+            g.pages[pm.to_node] += amount;
+        }
+        let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
+            + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
+            + self.config.cost_per_migration_ns * moved as u64;
+        self.stats.cost_ns += cost;
+        self.cpus[cpu].balance_ns += cost;
+        let inv = &mut self.stats.invocations[slot];
+        if inv.len() <= level {
+            inv.resize(level + 1, 0);
+            self.stats.moved[slot].resize(level + 1, 0);
+        }
+        inv[level] += 1;
+        self.stats.moved[slot][level] += moved as u64;
+        self.stall(cpu, cost);
+        if !attempt.pages.is_empty() {
+            // Page moves change the speed of every running thread of the moved groups.
+            for c in 0..self.cpus.len() {
+                if self.cpus[c].current.is_some() {
+                    self.schedule_milestone(c);
+                }
+            }
+        }
+        touched
+    }
+}
+
+/// Runs `workload` on `machine` with `policy` over `domains`.
+pub fn run(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &Workload,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+) -> Result<RunResult> {
+    workload.validate("workload", machine.cpus())?;
+    if config.tick_ns == 0 || config.timeslice_ns == 0 {
+        return Err(InputError::new(
+            "engine config",
+            "tick and timeslice must be positive",
+        ));
+    }
+    let n = workload.processes.len();
+    let mals = machine.mals();
+    let mut groups = vec![GroupState::default(); n];
+    for p in &workload.processes {
+        let g = &mut groups[p.tgid as usize];
+        g.threads += 1;
+        if g.pages.is_empty() {
+            g.pages = vec![0.0; machine.nodes()];
+            g.on_node = vec![0; machine.nodes()];
+        }
+    }
+    let procs = workload
+        .processes
+        .iter()
+        .map(|p| ProcState {
+            state: PState::Pending,
+            cpu: p.spawn_cpu as usize,
+            origin_cpu: None,
+            remaining: p.demand_ns as f64,
+            burst_left: 0.0,
+            rng: Pcg64::seed_from_u64(p.seed),
+            slice_left_ns: config.timeslice_ns,
+            last_ran_ns: None,
+            refill_pending_ns: 0,
+            first_run_ns: None,
+            completion_ns: None,
+            run_ns_by_node: vec![0; machine.nodes()],
+            run_ns_fast: 0,
+            run_ns_slow: 0,
+            refill_ns: 0,
+            migrations_by_kind: [0; MigrationKind::ALL.len()],
+            migrations_by_level: vec![0; mals.len()],
+            remote_weighted_ns: 0.0,
+            mem_time_ns: 0.0,
+            io_wait_ns: 0,
+            blocked_since: 0,
+            work_done: 0.0,
+            run_start_ns: 0,
+        })
+        .collect();
+    let mut s = State {
+        now: 0,
+        seq: 0,
+        machine,
+        domains,
+        config,
+        workload,
+        events: BinaryHeap::new(),
+        cpus: vec![CpuState::default(); machine.cpus()],
+        procs,
+        groups,
+        mals,
+        done: 0,
+        stats: BalanceStats::default(),
+        trace: Vec::new(),
+        events_processed: 0,
+    };
+    for p in &workload.processes {
+        s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
+    }
+    for cpu in 0..machine.cpus() {
+        refresh_balance_timer(&mut s, policy, cpu);
+    }
+    if let Some(period) = policy.global_period_ns() {
+        let _ = period; // machine-wide callbacks arrive with the first policy that needs them
+    }
+    while s.done < n {
+        let Some(Reverse((t, _, ev))) = s.events.pop() else {
+            return Err(InputError::new(
+                "engine",
+                format!(
+                    "the simulation stopped with {} of {n} processes unfinished",
+                    n - s.done
+                ),
+            ));
+        };
+        debug_assert!(t >= s.now, "time never goes backwards");
+        s.now = t;
+        s.events_processed += 1;
+        match ev {
+            Event::Arrive(pid) => arrive(&mut s, policy, pid),
+            Event::Milestone(cpu, gen) => {
+                if gen == s.cpus[cpu].milestone_gen {
+                    milestone(&mut s, policy, cpu);
+                }
+            }
+            Event::IoDone(pid) => io_done(&mut s, policy, pid),
+            Event::Balance(cpu, gen) => {
+                if gen == s.cpus[cpu].balance_gen {
+                    periodic(&mut s, policy, cpu);
+                }
+            }
+        }
+    }
+    Ok(metrics::collect(s))
+}
+
+fn next_burst(s: &mut State<'_>, pid: Pid) {
+    let w = &s.workload.processes[pid];
+    let p = &mut s.procs[pid];
+    p.burst_left = match w.kind {
+        Kind::Cpu => p.remaining,
+        Kind::Io => {
+            let draw = Exp::new(1.0 / w.burst_mean_ns as f64)
+                .expect("positive mean")
+                .sample(&mut p.rng);
+            draw.max(1.0).min(p.remaining)
+        }
+    };
+}
+
+fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
+    let spawn = s.workload.processes[pid].spawn_cpu as usize;
+    let cpu = policy.place_new(&s.view(), pid, spawn);
+    let cpu = if cpu < s.cpus.len() { cpu } else { spawn };
+    next_burst(s, pid);
+    if cpu != spawn {
+        // Placement is where the process first runs, so it pays no cache refill.
+        let level = s.level_of(spawn, cpu);
+        let p = &mut s.procs[pid];
+        p.migrations_by_kind[MigrationKind::Placement as usize] += 1;
+        p.migrations_by_level[level] += 1;
+    }
+    s.enqueue(pid, cpu);
+    become_busy(s, policy, cpu);
+}
+
+fn become_busy(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    let was_idle = s.cpus[cpu].current.is_none();
+    s.dispatch(cpu);
+    if was_idle && s.cpus[cpu].current.is_some() {
+        refresh_balance_timer(s, policy, cpu);
+    }
+}
+
+fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
+    let prev = s.procs[pid].cpu;
+    let p = &mut s.procs[pid];
+    p.io_wait_ns += s.now - p.blocked_since;
+    let cpu = policy.place_wakeup(&s.view(), pid, prev);
+    let cpu = if cpu < s.cpus.len() { cpu } else { prev };
+    if cpu != prev {
+        s.record_migration(pid, prev, cpu, MigrationKind::Wakeup);
+    }
+    next_burst(s, pid);
+    s.enqueue(pid, cpu);
+    become_busy(s, policy, cpu);
+}
+
+fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    s.advance(cpu);
+    let pid = s.cpus[cpu]
+        .current
+        .expect("a milestone has a running process");
+    let (burst_left, slice_left) = (s.procs[pid].burst_left, s.procs[pid].slice_left_ns);
+    if burst_left <= WORK_EPS {
+        let pid = s.take_current(cpu);
+        s.leave_node(pid, cpu);
+        let p = &mut s.procs[pid];
+        if p.remaining <= WORK_EPS {
+            p.state = PState::Done;
+            p.completion_ns = Some(s.now);
+            p.remaining = 0.0;
+            s.done += 1;
+        } else {
+            p.state = PState::Blocked;
+            p.blocked_since = s.now;
+            let w = &s.workload.processes[pid];
+            let wait = Exp::new(1.0 / w.wait_mean_ns as f64)
+                .expect("positive mean")
+                .sample(&mut p.rng);
+            let t = s.now + (wait.round() as u64).max(1);
+            s.push(t, Event::IoDone(pid));
+        }
+        after_stop(s, policy, cpu);
+    } else if slice_left == 0 {
+        s.procs[pid].slice_left_ns = s.config.timeslice_ns;
+        if s.cpus[cpu].queue.is_empty() {
+            s.schedule_milestone(cpu);
+        } else {
+            let pid = s.take_current(cpu);
+            s.leave_node(pid, cpu);
+            s.enqueue(pid, cpu);
+            s.dispatch(cpu);
+        }
+    } else {
+        // Woken early (rate changed since scheduling): schedule again.
+        s.schedule_milestone(cpu);
+    }
+}
+
+/// The CPU's process stopped: run the next one, or balance newly-idle, or go idle.
+fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    s.dispatch(cpu);
+    if s.cpus[cpu].current.is_some() {
+        return;
+    }
+    let levels = s.domains.cpus[cpu].len();
+    for level in 0..levels {
+        let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle) else {
+            continue;
+        };
+        let received = s.apply(cpu, level, 1, attempt);
+        let moved = !received.is_empty();
+        wake_receivers(s, policy, &received);
+        if moved {
+            break;
+        }
+    }
+    s.dispatch(cpu);
+    refresh_balance_timer(s, policy, cpu);
+}
+
+fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    let levels = s.domains.cpus[cpu].len();
+    for level in 0..levels {
+        let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::Periodic) else {
+            continue;
+        };
+        let active = attempt.active_from;
+        let received = s.apply(cpu, level, 0, attempt);
+        wake_receivers(s, policy, &received);
+        if let Some(busiest) = active {
+            if let Some(a) = policy.active_balance(&s.view(), busiest, cpu) {
+                let received = s.apply(busiest, level, 2, a);
+                wake_receivers(s, policy, &received);
+            }
+        }
+    }
+    refresh_balance_timer(s, policy, cpu);
+}
+
+/// CPUs that received processes start running them if they were idle.
+fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
+    for &cpu in received {
+        become_busy(s, policy, cpu);
+    }
+}
+
+fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    s.cpus[cpu].balance_gen += 1;
+    if let Some(t) = policy.next_periodic_ns(&s.view(), cpu) {
+        // Balancing runs from the tick: never at the current instant again.
+        let tick = s.config.tick_ns;
+        let t = t.max((s.now / tick + 1) * tick);
+        let gen = s.cpus[cpu].balance_gen;
+        s.push(t, Event::Balance(cpu, gen));
+    }
+}

@@ -1,0 +1,555 @@
+//! `linux26`: the Linux 2.6.18 O(1) scheduler's load balancer (`kernel/sched.c`), over any
+//! domain builder.
+//!
+//! ```text
+//!   per CPU, per level:  last_balance_ns, balance_interval_ms (min..max), nr_balance_failed
+//!   per CPU:             cpu_load[0..3] decayed per tick (engine; read through the View)
+//!   load = 128 × nr_running (every task nice 0: NICE_0_LOAD = SCHED_LOAD_SCALE)
+//! ```
+//!
+//! Rules, each from the 2.6.18 function named:
+//! 1. `rebalance_tick`: at each tick, a level is balanced when `balance_interval` (× `busy_factor`
+//!    unless the CPU is idle) has passed since `last_balance`, which then advances by that interval.
+//! 2. `load_balance`: `find_busiest_group` (group loads from `source_load`/`target_load` at the
+//!    level's load index, `cpu_power` = 128 per CPU, only groups with more tasks than CPUs can be
+//!    busiest; out if the busiest is not `imbalance_pct` above this group or this group is at or
+//!    above the average; imbalance = min(busiest above average, this below average), with the
+//!    smpnice small-imbalance rules), then `find_busiest_queue` (most loaded CPU of that group,
+//!    skipping single-task CPUs heavier than the imbalance), then `move_tasks` of up to
+//!    `nr_running − 1` tasks and up to the imbalance.
+//! 3. `move_tasks` / `can_migrate_task`: tasks from the tail of the busiest runqueue; never the
+//!    running one; a task that ran less than the level's cache-hot time ago is skipped until
+//!    `nr_balance_failed > cache_nice_tries`; a task heavier than what is left to move is skipped
+//!    unless this CPU would otherwise stay idle (the `this_best_prio` rule).
+//! 4. Failure and back-off: no task moved → `nr_balance_failed++`; beyond `cache_nice_tries + 2`
+//!    failures, active balancing (`active_load_balance`: the busiest CPU pushes one task to this
+//!    one, cache-hot or not) and the counter drops to `cache_nice_tries + 1`. Balanced → interval
+//!    doubles (up to max); unbalanced → interval resets to min (doubles when active balancing began).
+//! 5. `idle_balance` / `load_balance_newidle`: a CPU about to idle balances the levels with
+//!    `SD_BALANCE_NEWIDLE`, lowest first, until one pulls.
+//! 6. `sched_balance_self` / `find_idlest_group` / `find_idlest_cpu`: fork placement from the
+//!    parent's CPU: from the highest level with `SD_BALANCE_FORK`, the idlest group if it is 12 %
+//!    below this one (`100 + (imbalance_pct − 100) / 2`), then its idlest CPU, then down.
+//! 7. `try_to_wake_up`: an IO completion is handled on the CPU that issued the IO (the waker), so
+//!    the task wakes where it slept (`cpu == this_cpu`); wake-affine never needs to move it.
+//!
+//! Choices where the model is coarser than the kernel (documented in docs/policies/linux26.md):
+//! one priority array (no expired array, no interactivity bonus, no preemption on wake-up); a
+//! task that never ran is cache-cold; the exec-time placement pass is not repeated after the fork
+//! one (it sees the same state); migrations by a CPU balancing while idle are counted as `idle`,
+//! by a busy one as `pull`.
+
+use crate::domains::{sd, Level};
+use crate::engine::{PolicyContext, View, NICE_0_LOAD};
+use crate::machine::CpuId;
+use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+
+/// `SCHED_LOAD_SCALE`.
+const SCALE: u64 = NICE_0_LOAD;
+/// `prio` of a nice-0 task and of the idle task (`MAX_PRIO`).
+const NICE_0_PRIO: u32 = 120;
+const IDLE_PRIO: u32 = 140;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// The kernel's own names (`enum idle_type` in 2.6.18).
+#[allow(clippy::enum_variant_names)]
+enum IdleType {
+    NotIdle,
+    SchedIdle,
+    NewlyIdle,
+}
+
+#[derive(Debug, Clone)]
+struct SdState {
+    last_balance_ns: u64,
+    balance_interval_ms: u64,
+    nr_balance_failed: u32,
+}
+
+/// The 2.6.18 balancer.
+pub struct Linux26 {
+    sd: Vec<Vec<SdState>>,
+    tick_ns: u64,
+}
+
+impl Linux26 {
+    /// Per-level state for every CPU of the context's domains.
+    pub fn new(ctx: &PolicyContext<'_>) -> Self {
+        let sd = ctx
+            .domains
+            .cpus
+            .iter()
+            .map(|levels| {
+                levels
+                    .iter()
+                    .map(|l| SdState {
+                        last_balance_ns: 0,
+                        balance_interval_ms: l.params.min_interval_ms.max(1),
+                        nr_balance_failed: 0,
+                    })
+                    .collect()
+            })
+            .collect();
+        Self {
+            sd,
+            tick_ns: ctx.config.tick_ns,
+        }
+    }
+
+    fn interval_ns(&self, level: &Level, st: &SdState, idle: bool) -> u64 {
+        let mut ms = st.balance_interval_ms;
+        if !idle {
+            ms *= u64::from(level.params.busy_factor);
+        }
+        // msecs_to_jiffies, at least one tick.
+        (ms * 1_000_000).div_ceil(self.tick_ns).max(1) * self.tick_ns
+    }
+}
+
+fn source_load(v: &View<'_>, cpu: CpuId, idx: usize) -> u64 {
+    let raw = v.raw_load(cpu);
+    if idx == 0 {
+        raw
+    } else {
+        v.cpu_load(cpu, idx).min(raw)
+    }
+}
+
+fn target_load(v: &View<'_>, cpu: CpuId, idx: usize) -> u64 {
+    let raw = v.raw_load(cpu);
+    if idx == 0 {
+        raw
+    } else {
+        v.cpu_load(cpu, idx).max(raw)
+    }
+}
+
+fn power(span_len: usize) -> u64 {
+    SCALE * span_len as u64
+}
+
+/// `find_busiest_group`: the busiest group's index and the load to move, or `None` if balanced.
+fn find_busiest_group(
+    v: &View<'_>,
+    this_cpu: CpuId,
+    level: &Level,
+    idx: usize,
+) -> Option<(usize, u64)> {
+    let (mut max_load, mut this_load, mut total_load, mut total_pwr) = (0u64, 0u64, 0u64, 0u64);
+    let mut busiest = None;
+    let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
+    let (mut this_nr, mut busiest_nr) = (0u64, 0u64);
+    let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
+    for (gi, g) in level.groups.iter().enumerate() {
+        let local = g.span.contains(this_cpu);
+        let (mut load_sum, mut nr, mut weighted) = (0u64, 0u64, 0u64);
+        for i in g.span.iter() {
+            load_sum += if local {
+                target_load(v, i, idx)
+            } else {
+                source_load(v, i, idx)
+            };
+            nr += v.nr_running(i) as u64;
+            weighted += v.raw_load(i);
+        }
+        let pwr = power(g.span.len());
+        total_load += load_sum;
+        total_pwr += pwr;
+        let avg = load_sum * SCALE / pwr;
+        let capacity = pwr / SCALE;
+        if local {
+            this_load = avg;
+            this_pwr = pwr;
+            this_nr = nr;
+            this_lpt = weighted;
+        } else if avg > max_load && nr > capacity {
+            max_load = avg;
+            busiest = Some(gi);
+            busiest_pwr = pwr;
+            busiest_nr = nr;
+            busiest_lpt = weighted;
+        }
+    }
+    let busiest = busiest?;
+    if this_load >= max_load || busiest_nr == 0 {
+        return None;
+    }
+    let avg_load = SCALE * total_load / total_pwr;
+    if this_load >= avg_load || 100 * max_load <= u64::from(level.params.imbalance_pct) * this_load
+    {
+        return None;
+    }
+    busiest_lpt /= busiest_nr;
+    if max_load <= busiest_lpt {
+        return None;
+    }
+    let mut imbalance = 0;
+    if max_load >= avg_load {
+        let max_pull = (max_load - avg_load).min(max_load - busiest_lpt);
+        imbalance = (max_pull * busiest_pwr).min((avg_load - this_load) * this_pwr) / SCALE;
+        if imbalance >= busiest_lpt {
+            return Some((busiest, imbalance));
+        }
+    }
+    // small_imbalance:
+    let _ = imbalance;
+    let mut imbn = 2;
+    match this_lpt.checked_div(this_nr) {
+        Some(per_task) => {
+            this_lpt = per_task;
+            if busiest_lpt > this_lpt {
+                imbn = 1;
+            }
+        }
+        None => this_lpt = SCALE,
+    }
+    if max_load - this_load >= busiest_lpt * imbn {
+        return Some((busiest, busiest_lpt));
+    }
+    // Not enough imbalance to move a task; move one anyway if that uses more CPU power.
+    let mut pwr_now = busiest_pwr * busiest_lpt.min(max_load) + this_pwr * this_lpt.min(this_load);
+    pwr_now /= SCALE;
+    let mut pwr_move = 0;
+    let tmp = busiest_lpt * SCALE / busiest_pwr;
+    if max_load > tmp {
+        pwr_move += busiest_pwr * busiest_lpt.min(max_load - tmp);
+    }
+    let tmp = if max_load * busiest_pwr < busiest_lpt * SCALE {
+        max_load * busiest_pwr / this_pwr
+    } else {
+        busiest_lpt * SCALE / this_pwr
+    };
+    pwr_move += this_pwr * this_lpt.min(this_load + tmp);
+    pwr_move /= SCALE;
+    if pwr_move <= pwr_now {
+        return None;
+    }
+    Some((busiest, busiest_lpt))
+}
+
+/// `find_busiest_queue`.
+fn find_busiest_queue(v: &View<'_>, level: &Level, group: usize, imbalance: u64) -> Option<CpuId> {
+    let mut max = 0;
+    let mut busiest = None;
+    for i in level.groups[group].span.iter() {
+        let load = v.raw_load(i);
+        if v.nr_running(i) == 1 && load > imbalance {
+            continue;
+        }
+        if load > max {
+            max = load;
+            busiest = Some(i);
+        }
+    }
+    busiest
+}
+
+struct MoveArgs {
+    max_nr_move: usize,
+    max_load_move: u64,
+    idle: IdleType,
+    /// Cache-hot tasks may move (`nr_balance_failed > cache_nice_tries`).
+    aggressive: bool,
+    cache_hot_ns: u64,
+    kind: MigrationKind,
+}
+
+/// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu`.
+fn move_tasks(
+    v: &View<'_>,
+    this_cpu: CpuId,
+    busiest: CpuId,
+    a: &MoveArgs,
+    out: &mut Attempt,
+) -> usize {
+    if a.max_nr_move == 0 || a.max_load_move == 0 {
+        return 0;
+    }
+    let mut rem = a.max_load_move as i64;
+    // this_rq->curr->prio: the idle task when idle at a tick, the outgoing task when newly idle.
+    let mut this_best_prio = if a.idle == IdleType::SchedIdle && v.current(this_cpu).is_none() {
+        IDLE_PRIO
+    } else {
+        NICE_0_PRIO
+    };
+    // Every task is nice 0, so the busiest queue's best priority is always "seen".
+    let best_prio_seen = true;
+    let mut pulled = 0;
+    let candidates: Vec<Pid> = v.queued(busiest).rev().collect();
+    for pid in candidates {
+        out.tasks_examined += 1;
+        let mut skip_for_load = NICE_0_LOAD as i64 > rem;
+        if skip_for_load && NICE_0_PRIO < this_best_prio {
+            skip_for_load = !best_prio_seen;
+        }
+        let hot = !a.aggressive
+            && v.proc(pid)
+                .last_ran_ns
+                .is_some_and(|t| v.now.saturating_sub(t) < a.cache_hot_ns);
+        if skip_for_load || hot {
+            continue;
+        }
+        out.moves.push(Move {
+            pid,
+            from: busiest,
+            to: this_cpu,
+            kind: a.kind,
+        });
+        pulled += 1;
+        rem -= NICE_0_LOAD as i64;
+        this_best_prio = this_best_prio.min(NICE_0_PRIO);
+        if pulled >= a.max_nr_move || rem <= 0 {
+            break;
+        }
+    }
+    if pulled < a.max_nr_move && rem > 0 && v.current(busiest).is_some() {
+        out.tasks_examined += 1; // the running task is on the list too, and never moves
+    }
+    pulled
+}
+
+impl Linux26 {
+    fn load_balance(&mut self, v: &View<'_>, cpu: CpuId, li: usize, idle: IdleType) -> Attempt {
+        let level = &v.domains.cpus[cpu][li];
+        let p = &level.params;
+        let idx = match idle {
+            IdleType::NotIdle => p.load_idx.busy,
+            IdleType::SchedIdle => p.load_idx.idle,
+            IdleType::NewlyIdle => p.load_idx.newidle,
+        };
+        let mut attempt = Attempt {
+            rqs_examined: level.span.len() as u32,
+            ..Attempt::default()
+        };
+        let st = &mut self.sd[cpu][li];
+        let found = find_busiest_group(v, cpu, level, idx).and_then(|(g, imbalance)| {
+            attempt.rqs_examined += level.groups[g].span.len() as u32;
+            find_busiest_queue(v, level, g, imbalance).map(|b| (b, imbalance))
+        });
+        let Some((busiest, imbalance)) = found else {
+            // out_balanced
+            st.nr_balance_failed = 0;
+            if idle != IdleType::NewlyIdle && st.balance_interval_ms < p.max_interval_ms {
+                st.balance_interval_ms *= 2;
+            }
+            return attempt;
+        };
+        let mut moved = 0;
+        if v.nr_running(busiest) > 1 {
+            attempt.locks = 1;
+            let args = MoveArgs {
+                max_nr_move: v.nr_running(busiest) - 1,
+                max_load_move: imbalance,
+                idle,
+                aggressive: st.nr_balance_failed > p.cache_nice_tries,
+                cache_hot_ns: p.cache_hot_ns,
+                kind: if idle == IdleType::NotIdle {
+                    MigrationKind::Pull
+                } else {
+                    MigrationKind::Idle
+                },
+            };
+            moved = move_tasks(v, cpu, busiest, &args, &mut attempt);
+        }
+        if idle == IdleType::NewlyIdle {
+            if moved > 0 {
+                st.nr_balance_failed = 0;
+            }
+            return attempt;
+        }
+        let mut active = false;
+        if moved == 0 {
+            st.nr_balance_failed += 1;
+            if st.nr_balance_failed > p.cache_nice_tries + 2 {
+                attempt.active_from = Some(busiest);
+                active = true;
+                st.nr_balance_failed = p.cache_nice_tries + 1;
+            }
+        } else {
+            st.nr_balance_failed = 0;
+        }
+        if !active {
+            st.balance_interval_ms = p.min_interval_ms.max(1);
+        } else if st.balance_interval_ms < p.max_interval_ms {
+            st.balance_interval_ms *= 2;
+        }
+        attempt
+    }
+
+    /// `sched_balance_self(cpu, SD_BALANCE_FORK)`.
+    fn balance_self(&self, v: &View<'_>, mut cpu: CpuId, flag: u32) -> CpuId {
+        let levels = |c: CpuId| &v.domains.cpus[c];
+        let mut sd = levels(cpu).iter().rposition(|l| l.params.flags & flag != 0);
+        while let Some(li) = sd {
+            let level = &levels(cpu)[li];
+            let child = li.checked_sub(1);
+            if level.params.flags & flag == 0 {
+                sd = child;
+                continue;
+            }
+            let Some(group) = find_idlest_group(v, level, cpu) else {
+                sd = child;
+                continue;
+            };
+            let new_cpu = find_idlest_cpu(v, level, group, cpu);
+            if new_cpu == cpu {
+                sd = child;
+                continue;
+            }
+            cpu = new_cpu;
+            let weight = level.span.len();
+            sd = None;
+            for (l2, tmp) in levels(cpu).iter().enumerate() {
+                if weight <= tmp.span.len() {
+                    break;
+                }
+                if tmp.params.flags & flag != 0 {
+                    sd = Some(l2);
+                }
+            }
+        }
+        cpu
+    }
+}
+
+/// `find_idlest_group`: a group 12 % (half of imbalance_pct's margin) less loaded than this one.
+fn find_idlest_group(v: &View<'_>, level: &Level, this_cpu: CpuId) -> Option<usize> {
+    let idx = level.params.load_idx.forkexec;
+    let imbalance = 100 + (u64::from(level.params.imbalance_pct) - 100) / 2;
+    let (mut min_load, mut this_load) = (u64::MAX, 0);
+    let mut idlest = None;
+    for (gi, g) in level.groups.iter().enumerate() {
+        let local = g.span.contains(this_cpu);
+        let sum: u64 = g
+            .span
+            .iter()
+            .map(|i| {
+                if local {
+                    source_load(v, i, idx)
+                } else {
+                    target_load(v, i, idx)
+                }
+            })
+            .sum();
+        let avg = sum * SCALE / power(g.span.len());
+        if local {
+            this_load = avg;
+        } else if avg < min_load {
+            min_load = avg;
+            idlest = Some(gi);
+        }
+    }
+    let idlest = idlest?;
+    if 100 * this_load < imbalance * min_load {
+        return None;
+    }
+    Some(idlest)
+}
+
+/// `find_idlest_cpu`: the least loaded CPU of the group, this CPU on ties.
+fn find_idlest_cpu(v: &View<'_>, level: &Level, group: usize, this_cpu: CpuId) -> CpuId {
+    let mut min = u64::MAX;
+    let mut idlest = this_cpu;
+    for i in level.groups[group].span.iter() {
+        let load = v.raw_load(i);
+        if load < min || (load == min && i == this_cpu) {
+            min = load;
+            idlest = i;
+        }
+    }
+    idlest
+}
+
+impl Policy for Linux26 {
+    fn name(&self) -> &'static str {
+        "linux26"
+    }
+
+    fn place_new(&mut self, view: &View<'_>, _pid: Pid, spawn_cpu: CpuId) -> CpuId {
+        self.balance_self(view, spawn_cpu, sd::BALANCE_FORK)
+    }
+
+    fn place_wakeup(&mut self, _view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> CpuId {
+        prev_cpu
+    }
+
+    fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
+        let idle = view.idle(cpu);
+        view.domains.cpus[cpu]
+            .iter()
+            .zip(&self.sd[cpu])
+            .filter(|(l, _)| l.params.flags & sd::LOAD_BALANCE != 0)
+            .map(|(l, st)| st.last_balance_ns + self.interval_ns(l, st, idle))
+            .min()
+    }
+
+    fn balance(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        let l = &view.domains.cpus[cpu][level];
+        if l.params.flags & sd::LOAD_BALANCE == 0 {
+            return None;
+        }
+        match kind {
+            BalanceKind::NewIdle => {
+                if l.params.flags & sd::BALANCE_NEWIDLE == 0 {
+                    return None;
+                }
+                Some(self.load_balance(view, cpu, level, IdleType::NewlyIdle))
+            }
+            BalanceKind::Periodic => {
+                let idle = view.idle(cpu);
+                let interval = self.interval_ns(l, &self.sd[cpu][level], idle);
+                if view.now < self.sd[cpu][level].last_balance_ns + interval {
+                    return None;
+                }
+                let attempt = self.load_balance(
+                    view,
+                    cpu,
+                    level,
+                    if idle {
+                        IdleType::SchedIdle
+                    } else {
+                        IdleType::NotIdle
+                    },
+                );
+                self.sd[cpu][level].last_balance_ns += interval;
+                Some(attempt)
+            }
+        }
+    }
+
+    fn active_balance(
+        &mut self,
+        view: &View<'_>,
+        busiest: CpuId,
+        target: CpuId,
+    ) -> Option<Attempt> {
+        if view.nr_running(busiest) <= 1 {
+            return None;
+        }
+        // The lowest level of the target that spans the busiest CPU.
+        let li = view.domains.cpus[target]
+            .iter()
+            .position(|l| l.params.flags & sd::LOAD_BALANCE != 0 && l.span.contains(busiest))?;
+        let p = &view.domains.cpus[target][li].params;
+        let mut attempt = Attempt {
+            locks: 1,
+            ..Attempt::default()
+        };
+        let args = MoveArgs {
+            max_nr_move: 1,
+            max_load_move: u64::MAX / 4,
+            idle: IdleType::SchedIdle,
+            aggressive: true,
+            cache_hot_ns: p.cache_hot_ns,
+            kind: MigrationKind::Active,
+        };
+        move_tasks(view, target, busiest, &args, &mut attempt);
+        Some(attempt)
+    }
+}

@@ -1,0 +1,195 @@
+//! Balancing policies: one module per policy, behind one trait. The engine never names a
+//! policy; a policy never touches engine internals — it reads a [`View`] and returns decisions.
+//!
+//! ```text
+//!   engine ── place_new(view, pid, spawn_cpu) ──────────────► CpuId      (fork/exec)
+//!          ── place_wakeup(view, pid, prev_cpu) ────────────► CpuId      (IO completion)
+//!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
+//!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
+//!          ── active_balance(view, busiest, target, level) ─► Attempt
+//!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
+//!   engine checks every decision, applies it, charges its cost (SPEC §4) and records it.
+//! ```
+//!
+//! Design for every policy of SPEC §6: an [`Attempt`] carries moves of any kind (pull, push,
+//! exchange halves, idle, active, placement) from any CPU to any CPU, so sender-initiated pushes
+//! and exchanges need no engine change; the view exposes speeds, per-process origin, kind,
+//! thread group and page shares, and per-group per-node thread counts; [`PageMove`] lets a policy
+//! migrate pages; processor allocation for space sharing (§6.6) is expressed as placement plus
+//! moves on the same interface.
+
+pub mod linux26;
+
+use crate::engine::View;
+use crate::error::InputError;
+use crate::machine::CpuId;
+
+/// Index of a process in the workload (= its pid).
+pub type Pid = usize;
+
+/// Why balancing runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BalanceKind {
+    /// The CPU's periodic balancing timer for a level.
+    Periodic,
+    /// The CPU is about to go idle.
+    NewIdle,
+}
+
+/// What kind of migration a move is (SPEC §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MigrationKind {
+    Pull,
+    Push,
+    Exchange,
+    Idle,
+    Active,
+    Placement,
+    /// Woken on another CPU than it slept on.
+    Wakeup,
+}
+
+impl MigrationKind {
+    /// Every kind, in report order.
+    pub const ALL: [MigrationKind; 7] = [
+        Self::Pull,
+        Self::Push,
+        Self::Exchange,
+        Self::Idle,
+        Self::Active,
+        Self::Placement,
+        Self::Wakeup,
+    ];
+
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pull => "pull",
+            Self::Push => "push",
+            Self::Exchange => "exchange",
+            Self::Idle => "idle",
+            Self::Active => "active",
+            Self::Placement => "placement",
+            Self::Wakeup => "wakeup",
+        }
+    }
+}
+
+/// Move a runnable (not running) process from one runqueue to another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    pub pid: Pid,
+    pub from: CpuId,
+    pub to: CpuId,
+    pub kind: MigrationKind,
+}
+
+/// Move a share of a thread group's pages from one node to another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageMove {
+    pub tgid: usize,
+    pub from_node: usize,
+    pub to_node: usize,
+    /// Fraction of the group's pages (0..=1 of the whole group) to move.
+    pub share: f64,
+}
+
+/// One balancing attempt and what it decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attempt {
+    /// Runqueues examined (charged per SPEC §4).
+    pub rqs_examined: u32,
+    /// Tasks examined.
+    pub tasks_examined: u32,
+    /// Extra runqueue locks taken beyond the balancing CPU's own (charged like a runqueue).
+    pub locks: u32,
+    /// Moves, applied in order.
+    pub moves: Vec<Move>,
+    /// Page migrations.
+    pub pages: Vec<PageMove>,
+    /// Ask the engine to run `active_balance(busiest, target=this cpu)` right after.
+    pub active_from: Option<CpuId>,
+}
+
+/// A balancing policy.
+pub trait Policy: Send {
+    /// Configuration name.
+    fn name(&self) -> &'static str;
+
+    /// Where a new process starts (fork/exec balancing), given its parent's CPU.
+    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> CpuId;
+
+    /// Where a waking process is enqueued, given the CPU it last ran on.
+    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> CpuId;
+
+    /// When `cpu` next wants its periodic balancing (absolute ns), given its current state.
+    fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64>;
+
+    /// One balancing attempt on `cpu` at `level`; `None` when the policy does not balance there
+    /// (or, for periodic balancing, when that level is not due). The engine asks for every level,
+    /// lowest first, applying each attempt before asking for the next.
+    fn balance(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt>;
+
+    /// Active balancing: `busiest`'s migration thread pushes to `target`.
+    fn active_balance(
+        &mut self,
+        _view: &View<'_>,
+        _busiest: CpuId,
+        _target: CpuId,
+    ) -> Option<Attempt> {
+        None
+    }
+
+    /// Period of a machine-wide balancing callback (user-space balancers), if any.
+    fn global_period_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// The machine-wide callback.
+    fn global_balance(&mut self, _view: &View<'_>) -> Option<Attempt> {
+        None
+    }
+}
+
+/// A registered policy: name, one-line description, reference.
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub reference: &'static str,
+    /// Domain builder used when none is given.
+    pub default_domains: &'static str,
+}
+
+/// Every policy, by name.
+pub const POLICIES: [PolicyInfo; 1] = [PolicyInfo {
+    name: "linux26",
+    description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
+    reference: "Linux 2.6.18 kernel/sched.c (load_balance, find_busiest_group, move_tasks, ...)",
+    default_domains: "two-level",
+}];
+
+/// Builds a policy by configuration name.
+pub fn by_name(
+    name: &str,
+    ctx: &crate::engine::PolicyContext<'_>,
+) -> Result<Box<dyn Policy>, InputError> {
+    match name {
+        "linux26" => Ok(Box::new(linux26::Linux26::new(ctx))),
+        _ => {
+            let names: Vec<_> = POLICIES.iter().map(|p| p.name).collect();
+            Err(InputError::new(
+                "--policy",
+                format!(
+                    "unknown policy '{name}'; choose one of {}",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! Workloads (SPEC §3): processes and threads arriving over time, CPU- or IO-bound, with a memory
+//! intensity and a spawn CPU; generated deterministically from a seed, or loaded from CSV/JSON.
+//!
+//! ```text
+//!   spec "n=300,kind=cpu,exec=200,arrival=uniform:1000"  ──generate(seed, cpus)──►  Workload
+//!   Workload = [Process { pid, tgid, arrival_ns, demand_ns, kind, mem, spawn_cpu,
+//!                         burst_mean_ns, wait_mean_ns, seed }]
+//! ```
+//!
+//! Generation, for process i in pid order, from one `Pcg64` seeded with the seed:
+//! 1. kind (mixed: IO-bound with probability `io_share`);
+//! 2. demand (fixed or uniform range);
+//! 3. arrival (per pattern);
+//! 4. spawn CPU (per distribution);
+//! 5. a private seed from which the engine draws this process's IO bursts and waits, so every
+//!    policy sees the same bursts and waits whatever order the engine meets them in (common
+//!    random numbers).
+//!
+//! Threads: with `threads=T`, every T consecutive pids form one application (tgid = first pid);
+//! they arrive at the application's arrival time plus, with `fork=over:MS`, a uniform offset.
+
+use std::fmt::Write as _;
+
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp};
+use rand_pcg::Pcg64;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{InputError, Result};
+
+const MS: f64 = 1e6;
+
+/// What a process does with the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Runs until its demand is spent.
+    Cpu,
+    /// Alternates CPU bursts and IO waits until its demand is spent.
+    Io,
+}
+
+/// One process (or thread) of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    /// Thread group; a single-threaded process is its own group.
+    pub tgid: u32,
+    pub arrival_ns: u64,
+    /// CPU demand: ns of work at speed 1.0 with all-local memory.
+    pub demand_ns: u64,
+    pub kind: Kind,
+    /// Memory intensity m ∈ [0, 1]: share of all-local running time spent waiting on memory.
+    pub mem: f64,
+    /// CPU of the parent: where the process is created.
+    pub spawn_cpu: u32,
+    /// IO-bound: mean CPU burst (exponential).
+    pub burst_mean_ns: u64,
+    /// IO-bound: mean IO wait (exponential).
+    pub wait_mean_ns: u64,
+    /// Seed of this process's own burst/wait draws.
+    pub seed: u64,
+}
+
+/// A workload: processes in pid order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub processes: Vec<Process>,
+}
+
+/// Arrival pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrival {
+    /// All at t = 0.
+    Same,
+    /// Uniform in [0, window] ("almost same time": 10 ms).
+    Uniform { window_ns: u64 },
+    /// One every `interval_ns`, the first at 0.
+    Periodic { interval_ns: u64 },
+    /// Poisson process with `rate_per_s`, the first at its first event.
+    Poisson { rate_per_s: f64 },
+}
+
+/// Where processes are spawned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spawn {
+    /// Uniform over all CPUs.
+    Uniform,
+    /// All on CPUs of one node.
+    Node(usize),
+    /// A share on one node, the rest uniform over all CPUs.
+    Share { node: usize, share: f64 },
+}
+
+/// A workload generator, parsed from `key=value,...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    pub n: usize,
+    /// Probability that a process is IO-bound (0: all CPU-bound, 1: all IO-bound).
+    pub io_share: f64,
+    pub exec_ns: (u64, u64),
+    pub arrival: Arrival,
+    pub burst_mean_ns: u64,
+    pub wait_mean_ns: u64,
+    /// Memory intensity of CPU-bound and IO-bound processes.
+    pub mem_cpu: f64,
+    pub mem_io: f64,
+    pub spawn: Spawn,
+    pub threads: usize,
+    pub fork_spread_ns: u64,
+}
+
+/// Window of the `random` arrival alias: uniform over the first second (documented choice).
+pub const RANDOM_WINDOW_NS: u64 = 1_000_000_000;
+/// Window of "almost same time" arrivals (SPEC §3).
+pub const ALMOST_WINDOW_NS: u64 = 10_000_000;
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        Self {
+            n: 0,
+            io_share: 0.0,
+            exec_ns: (200_000_000, 200_000_000),
+            arrival: Arrival::Same,
+            burst_mean_ns: 10_000_000,
+            wait_mean_ns: 20_000_000,
+            mem_cpu: 0.5,
+            mem_io: 0.3,
+            spawn: Spawn::Uniform,
+            threads: 1,
+            fork_spread_ns: 0,
+        }
+    }
+}
+
+fn ms_to_ns(origin: &str, key: &str, v: &str) -> Result<u64> {
+    let ms: f64 = v.parse().map_err(|_| {
+        InputError::new(origin, format!("'{v}' is not a number of milliseconds"))
+            .at(format!("key {key}"))
+    })?;
+    if !(ms.is_finite() && ms >= 0.0) {
+        return Err(
+            InputError::new(origin, format!("{v} ms must be a non-negative time"))
+                .at(format!("key {key}")),
+        );
+    }
+    Ok((ms * MS).round() as u64)
+}
+
+fn positive_ms(origin: &str, key: &str, v: &str) -> Result<u64> {
+    let ns = ms_to_ns(origin, key, v)?;
+    if ns == 0 {
+        return Err(
+            InputError::new(origin, format!("{v} ms must be positive")).at(format!("key {key}"))
+        );
+    }
+    Ok(ns)
+}
+
+fn number(origin: &str, key: &str, v: &str) -> Result<f64> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| {
+            InputError::new(origin, format!("'{v}' is not a number")).at(format!("key {key}"))
+        })
+}
+
+fn fraction(origin: &str, key: &str, v: &str) -> Result<f64> {
+    let x = number(origin, key, v)?;
+    if !(0.0..=1.0).contains(&x) {
+        return Err(
+            InputError::new(origin, format!("{v} must be between 0 and 1"))
+                .at(format!("key {key}")),
+        );
+    }
+    Ok(x)
+}
+
+impl WorkloadSpec {
+    /// Parses `n=300,kind=cpu,exec=200,arrival=uniform:1000` (times in ms). Keys:
+    /// `n`, `kind` (cpu|io|mixed), `io_share` (mixed; default 0.5), `exec` (ms, or `lo-hi`),
+    /// `arrival` (same|almost|random|uniform:MS|periodic:MS|poisson:PER_S), `burst`, `wait`
+    /// (IO means, ms), `mem` (both kinds) / `mem_cpu` / `mem_io`, `spawn`
+    /// (uniform|node:K|share:K:F), `threads`, `fork` (at-once|over:MS).
+    pub fn parse(origin: &str, text: &str) -> Result<Self> {
+        let mut spec = Self::default();
+        let mut kind_mixed = false;
+        let mut io_share = None;
+        let mut have_n = false;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((key, v)) = item.split_once('=') else {
+                return Err(InputError::new(
+                    origin,
+                    format!("'{item}' is not key=value"),
+                ));
+            };
+            let (key, v) = (key.trim(), v.trim());
+            let bad = |msg: String| InputError::new(origin, msg).at(format!("key {key}"));
+            match key {
+                "n" => {
+                    spec.n = v.parse().map_err(|_| bad(format!("'{v}' is not a process count")))?;
+                    have_n = true;
+                }
+                "kind" => match v {
+                    "cpu" => spec.io_share = 0.0,
+                    "io" => spec.io_share = 1.0,
+                    "mixed" => kind_mixed = true,
+                    _ => return Err(bad(format!("'{v}' is not one of cpu, io, mixed"))),
+                },
+                "io_share" => io_share = Some(fraction(origin, key, v)?),
+                "exec" => {
+                    // A leading '-' is a sign (refused below), not a range separator.
+                    let range = if v.starts_with('-') { None } else { v.split_once('-') };
+                    spec.exec_ns = match range {
+                        Some((lo, hi)) => (positive_ms(origin, key, lo)?, positive_ms(origin, key, hi)?),
+                        None => {
+                            let x = positive_ms(origin, key, v)?;
+                            (x, x)
+                        }
+                    };
+                    if spec.exec_ns.0 > spec.exec_ns.1 {
+                        return Err(bad(format!("range '{v}' is empty")));
+                    }
+                }
+                "arrival" => {
+                    let (pattern, arg) = v.split_once(':').map_or((v, None), |(a, b)| (a, Some(b)));
+                    let need = |what: &str| {
+                        arg.ok_or_else(|| bad(format!("'{pattern}' needs :{what}")))
+                    };
+                    spec.arrival = match pattern {
+                        "same" => Arrival::Same,
+                        "almost" => Arrival::Uniform { window_ns: ALMOST_WINDOW_NS },
+                        "random" => Arrival::Uniform { window_ns: RANDOM_WINDOW_NS },
+                        "uniform" => Arrival::Uniform { window_ns: ms_to_ns(origin, key, need("WINDOW_MS")?)? },
+                        "periodic" => Arrival::Periodic { interval_ns: ms_to_ns(origin, key, need("INTERVAL_MS")?)? },
+                        "poisson" => {
+                            let rate = number(origin, key, need("RATE_PER_S")?)?;
+                            if rate <= 0.0 {
+                                return Err(bad(format!("rate {rate} must be positive")));
+                            }
+                            Arrival::Poisson { rate_per_s: rate }
+                        }
+                        _ => {
+                            return Err(bad(format!(
+                                "'{pattern}' is not one of same, almost, random, uniform:MS, periodic:MS, poisson:RATE"
+                            )))
+                        }
+                    };
+                }
+                "burst" => spec.burst_mean_ns = positive_ms(origin, key, v)?,
+                "wait" => spec.wait_mean_ns = positive_ms(origin, key, v)?,
+                "mem" => {
+                    spec.mem_cpu = fraction(origin, key, v)?;
+                    spec.mem_io = spec.mem_cpu;
+                }
+                "mem_cpu" => spec.mem_cpu = fraction(origin, key, v)?,
+                "mem_io" => spec.mem_io = fraction(origin, key, v)?,
+                "spawn" => {
+                    let parts: Vec<&str> = v.split(':').collect();
+                    spec.spawn = match parts.as_slice() {
+                        ["uniform"] => Spawn::Uniform,
+                        ["node", k] => Spawn::Node(k.parse().map_err(|_| bad(format!("'{k}' is not a node id")))?),
+                        ["share", k, f] => Spawn::Share {
+                            node: k.parse().map_err(|_| bad(format!("'{k}' is not a node id")))?,
+                            share: fraction(origin, key, f)?,
+                        },
+                        _ => return Err(bad(format!("'{v}' is not one of uniform, node:K, share:K:F"))),
+                    };
+                }
+                "threads" => {
+                    spec.threads = v.parse().ok().filter(|&t| t >= 1).ok_or_else(|| bad(format!("'{v}' is not a thread count ≥ 1")))?;
+                }
+                "fork" => {
+                    spec.fork_spread_ns = match v.split_once(':') {
+                        None if v == "at-once" => 0,
+                        Some(("over", ms)) => ms_to_ns(origin, key, ms)?,
+                        _ => return Err(bad(format!("'{v}' is not one of at-once, over:MS"))),
+                    };
+                }
+                _ => {
+                    return Err(InputError::new(
+                        origin,
+                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork"),
+                    ))
+                }
+            }
+        }
+        if !have_n {
+            return Err(InputError::new(origin, "no process count: give n=N"));
+        }
+        if spec.n == 0 {
+            return Err(
+                InputError::new(origin, "n=0: a workload needs at least one process").at("key n"),
+            );
+        }
+        if kind_mixed {
+            spec.io_share = io_share.unwrap_or(0.5);
+        } else if io_share.is_some() {
+            return Err(
+                InputError::new(origin, "io_share applies only to kind=mixed").at("key io_share"),
+            );
+        }
+        Ok(spec)
+    }
+
+    /// Generates the workload for a machine with `cpus` CPUs (`node_cpus` for spawn on a node).
+    pub fn generate(&self, origin: &str, seed: u64, node_cpus: &[Vec<usize>]) -> Result<Workload> {
+        let cpus: usize = node_cpus.iter().map(Vec::len).sum();
+        let node_list = |k: usize| -> Result<&Vec<usize>> {
+            node_cpus.get(k).filter(|l| !l.is_empty()).ok_or_else(|| {
+                InputError::new(origin, format!("node {k} does not exist or has no CPU"))
+                    .at("key spawn")
+            })
+        };
+        if let Spawn::Node(k) | Spawn::Share { node: k, .. } = self.spawn {
+            node_list(k)?;
+        }
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut processes = Vec::with_capacity(self.n);
+        let mut app_arrival = 0u64;
+        let mut poisson_t = 0.0f64;
+        for i in 0..self.n {
+            let kind = if rng.random::<f64>() < self.io_share {
+                Kind::Io
+            } else {
+                Kind::Cpu
+            };
+            let demand_ns = if self.exec_ns.0 == self.exec_ns.1 {
+                self.exec_ns.0
+            } else {
+                rng.random_range(self.exec_ns.0..=self.exec_ns.1)
+            };
+            let thread = i % self.threads;
+            if thread == 0 {
+                app_arrival = match self.arrival {
+                    Arrival::Same => 0,
+                    Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
+                    Arrival::Periodic { interval_ns } => (i / self.threads) as u64 * interval_ns,
+                    Arrival::Poisson { rate_per_s } => {
+                        poisson_t += Exp::new(rate_per_s)
+                            .expect("positive rate")
+                            .sample(&mut rng);
+                        (poisson_t * 1e9).round() as u64
+                    }
+                };
+            }
+            let arrival_ns = if thread > 0 && self.fork_spread_ns > 0 {
+                app_arrival + rng.random_range(0..=self.fork_spread_ns)
+            } else {
+                app_arrival
+            };
+            let spawn_cpu = match self.spawn {
+                Spawn::Uniform => rng.random_range(0..cpus),
+                Spawn::Node(k) => {
+                    let l = node_list(k)?;
+                    l[rng.random_range(0..l.len())]
+                }
+                Spawn::Share { node, share } => {
+                    if rng.random::<f64>() < share {
+                        let l = node_list(node)?;
+                        l[rng.random_range(0..l.len())]
+                    } else {
+                        rng.random_range(0..cpus)
+                    }
+                }
+            };
+            let pid = i as u32;
+            processes.push(Process {
+                pid,
+                tgid: pid - thread as u32,
+                arrival_ns,
+                demand_ns,
+                kind,
+                mem: if kind == Kind::Cpu {
+                    self.mem_cpu
+                } else {
+                    self.mem_io
+                },
+                spawn_cpu: spawn_cpu as u32,
+                burst_mean_ns: self.burst_mean_ns,
+                wait_mean_ns: self.wait_mean_ns,
+                seed: rng.random(),
+            });
+        }
+        Ok(Workload { processes })
+    }
+}
+
+const CSV_HEADER: &str =
+    "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed";
+
+impl Workload {
+    /// Checks what every workload must satisfy, whatever its source.
+    pub fn validate(&self, origin: &str, cpus: usize) -> Result<()> {
+        if self.processes.is_empty() {
+            return Err(InputError::new(origin, "the workload is empty"));
+        }
+        for (i, p) in self.processes.iter().enumerate() {
+            let at = || format!("process {i} (pid {})", p.pid);
+            if p.pid as usize != i {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "pid {} out of order: pids must be 0, 1, 2, … in order",
+                        p.pid
+                    ),
+                )
+                .at(at()));
+            }
+            if p.tgid > p.pid || self.processes[p.tgid as usize].tgid != p.tgid {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "tgid {} is not a thread-group leader at or before this pid",
+                        p.tgid
+                    ),
+                )
+                .at(at()));
+            }
+            if p.demand_ns == 0 {
+                return Err(InputError::new(origin, "demand must be positive").at(at()));
+            }
+            if !(0.0..=1.0).contains(&p.mem) {
+                return Err(InputError::new(
+                    origin,
+                    format!("memory intensity {} is not in [0, 1]", p.mem),
+                )
+                .at(at()));
+            }
+            if p.spawn_cpu as usize >= cpus {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "spawn cpu {} does not exist (the machine has {cpus} CPUs)",
+                        p.spawn_cpu
+                    ),
+                )
+                .at(at()));
+            }
+            if p.kind == Kind::Io && (p.burst_mean_ns == 0 || p.wait_mean_ns == 0) {
+                return Err(InputError::new(
+                    origin,
+                    "an IO-bound process needs positive burst and wait means",
+                )
+                .at(at()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The workload as CSV (one row per process; times in ns).
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(CSV_HEADER);
+        out.push('\n');
+        for p in &self.processes {
+            let kind = if p.kind == Kind::Cpu { "cpu" } else { "io" };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                p.pid,
+                p.tgid,
+                p.arrival_ns,
+                p.demand_ns,
+                kind,
+                p.mem,
+                p.spawn_cpu,
+                p.burst_mean_ns,
+                p.wait_mean_ns,
+                p.seed
+            );
+        }
+        out
+    }
+
+    /// Reads CSV written by [`Workload::to_csv`] (or by hand, same columns).
+    pub fn from_csv(origin: &str, text: &str) -> Result<Self> {
+        let mut reader = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
+        let headers = reader
+            .headers()
+            .map_err(|e| InputError::new(origin, format!("cannot read the header: {e}")))?
+            .clone();
+        let want: Vec<&str> = CSV_HEADER.split(',').collect();
+        if headers.iter().collect::<Vec<_>>() != want {
+            return Err(InputError::new(
+                origin,
+                format!("the header must be exactly: {CSV_HEADER}"),
+            )
+            .at("line 1"));
+        }
+        let mut processes = Vec::new();
+        for (i, record) in reader.deserialize::<Process>().enumerate() {
+            let p = record.map_err(|e| {
+                let msg = e.to_string();
+                let msg = msg.split(": ").last().unwrap_or(&msg).to_string();
+                InputError::new(origin, msg).at(format!("line {}", i + 2))
+            })?;
+            processes.push(p);
+        }
+        Ok(Self { processes })
+    }
+
+    /// The workload as JSON (`{"processes": [...]}`).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("serialisable")
+    }
+
+    /// Reads JSON written by [`Workload::to_json`].
+    pub fn from_json(origin: &str, text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<Vec<usize>> {
+        vec![vec![0, 1], vec![2, 3]]
+    }
+
+    #[test]
+    fn same_seed_same_workload_and_csv_round_trip() {
+        let spec =
+            WorkloadSpec::parse("w", "n=50,kind=mixed,exec=50-400,arrival=poisson:100").unwrap();
+        let a = spec.generate("w", 7, &nodes()).unwrap();
+        let b = spec.generate("w", 7, &nodes()).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, spec.generate("w", 8, &nodes()).unwrap());
+        assert_eq!(Workload::from_csv("f", &a.to_csv()).unwrap(), a);
+        assert_eq!(Workload::from_json("f", &a.to_json()).unwrap(), a);
+        assert!(a.processes.iter().any(|p| p.kind == Kind::Io));
+        assert!(a.processes.iter().any(|p| p.kind == Kind::Cpu));
+        assert!(a
+            .processes
+            .windows(2)
+            .all(|w| w[0].arrival_ns <= w[1].arrival_ns));
+        a.validate("w", 4).unwrap();
+    }
+
+    #[test]
+    fn threads_share_a_group_and_spawn_node_is_respected() {
+        let spec =
+            WorkloadSpec::parse("w", "n=8,threads=4,spawn=node:1,arrival=periodic:5").unwrap();
+        let w = spec.generate("w", 1, &nodes()).unwrap();
+        let tg: Vec<u32> = w.processes.iter().map(|p| p.tgid).collect();
+        assert_eq!(tg, vec![0, 0, 0, 0, 4, 4, 4, 4]);
+        assert_eq!(w.processes[4].arrival_ns, 5_000_000);
+        assert!(w.processes.iter().all(|p| p.spawn_cpu >= 2));
+    }
+
+    #[test]
+    fn bad_specs_name_the_key() {
+        let e = WorkloadSpec::parse("--workload", "n=5,exec=-3").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--workload: key exec: -3 ms must be a non-negative time"
+        );
+        let e = WorkloadSpec::parse("--workload", "n=5,exec=0").unwrap_err();
+        assert_eq!(e.to_string(), "--workload: key exec: 0 ms must be positive");
+        let e = WorkloadSpec::parse("--workload", "n=0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--workload: key n: n=0: a workload needs at least one process"
+        );
+        assert!(WorkloadSpec::parse("w", "n=3,colour=red").is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! Invariants over random machines, workloads and builders: every process completes exactly
+//! once, work is conserved, no CPU runs two processes at once, no process runs on two CPUs at
+//! once, CPU time adds up, and the same seed gives the same result — also run in parallel.
+
+use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::engine::{self, EngineConfig, PolicyContext, RunResult};
+use numasim_core::machine::Machine;
+use numasim_core::policy;
+use numasim_core::testutils;
+use numasim_core::workload::WorkloadSpec;
+use proptest::prelude::*;
+
+fn run(m: &Machine, b: Builder, spec: &str, seed: u64, trace: bool) -> RunResult {
+    let d = b.build(m, &BuildOptions::default());
+    let config = EngineConfig {
+        record_trace: trace,
+        ..EngineConfig::default()
+    };
+    let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
+    let w = WorkloadSpec::parse("w", spec)
+        .unwrap()
+        .generate("w", seed, &node_cpus)
+        .unwrap();
+    let ctx = PolicyContext {
+        machine: m,
+        domains: &d,
+        config: &config,
+    };
+    let mut p = policy::by_name("linux26", &ctx).unwrap();
+    engine::run(m, &d, &w, p.as_mut(), &config).unwrap()
+}
+
+fn machine() -> impl Strategy<Value = Machine> {
+    (1usize..5, 1usize..4).prop_flat_map(|(n, cpn)| {
+        proptest::collection::vec(11u32..=60, n * (n - 1) / 2).prop_map(move |upper| {
+            let mut rows = vec![vec![10u32; n]; n];
+            let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+            for ((i, j), v) in pairs.zip(upper) {
+                rows[i][j] = v;
+                rows[j][i] = v;
+            }
+            testutils::machine(&rows, cpn)
+        })
+    })
+}
+
+fn workload() -> impl Strategy<Value = String> {
+    (1usize..40, 0u32..3, 1u32..60, 0u32..150, 1usize..3).prop_map(|(n, kind, exec, window, threads)| {
+        let kind = ["cpu", "io", "mixed"][kind as usize];
+        format!("n={n},kind={kind},exec=1-{exec},arrival=uniform:{window},burst=3,wait=5,threads={threads}")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, seed in 0u64..1000) {
+        let builder = Builder::ALL[b];
+        let r = run(&m, builder, &spec, seed, true);
+        // Every process completes exactly once, and did all its work.
+        prop_assert_eq!(r.processes.len(), r.summary.processes);
+        for p in &r.processes {
+            prop_assert!((p.work_ms - p.demand_ms).abs() < 1e-6, "pid {}: work {} demand {}", p.pid, p.work_ms, p.demand_ms);
+            prop_assert!(p.completion_ms >= p.arrival_ms + p.demand_ms / 2.0 - 1e-9);
+            prop_assert!(p.first_run_ms >= p.arrival_ms);
+            let slices: f64 = r.trace.iter().filter(|s| s.pid == p.pid).map(|s| (s.end_ns - s.start_ns) as f64 / 1e6).sum();
+            prop_assert!((slices - p.cpu_ms).abs() < 1e-6, "pid {}: slices {} cpu {}", p.pid, slices, p.cpu_ms);
+            let last = r.trace.iter().filter(|s| s.pid == p.pid).map(|s| s.end_ns).max().unwrap();
+            prop_assert!((last as f64 / 1e6 - p.completion_ms).abs() < 1e-9, "ends when it completes");
+        }
+        // Nothing runs on two CPUs, no CPU runs two processes.
+        let mut by_cpu = r.trace.clone();
+        by_cpu.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+        for w in by_cpu.windows(2) {
+            if w[0].cpu == w[1].cpu {
+                prop_assert!(w[0].end_ns <= w[1].start_ns, "cpu {} overlap {:?}", w[0].cpu, w);
+            }
+        }
+        let mut by_pid = r.trace.clone();
+        by_pid.sort_by_key(|s| (s.pid, s.start_ns, s.end_ns));
+        for w in by_pid.windows(2) {
+            if w[0].pid == w[1].pid {
+                prop_assert!(w[0].end_ns <= w[1].start_ns, "pid {} on two CPUs {:?}", w[0].pid, w);
+            }
+        }
+        prop_assert_eq!(r.summary.balance.rejected, 0);
+        // Same seed, same result.
+        prop_assert_eq!(&r, &run(&m, builder, &spec, seed, true));
+    }
+}
+
+#[test]
+fn same_seed_same_result_in_parallel() {
+    let m = testutils::machine(&testutils::two_level_table(4, 20), 2);
+    let spec = "n=120,kind=mixed,exec=5-80,arrival=uniform:200";
+    let reference = run(&m, Builder::Multilevel, spec, 42, false);
+    let results: Vec<RunResult> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| run(&m, Builder::Multilevel, spec, 42, false)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in results {
+        assert_eq!(r, reference);
+    }
+    assert_ne!(run(&m, Builder::Multilevel, spec, 43, false), reference);
+}

@@ -1,0 +1,139 @@
+"""Workloads and single runs: ``Workload.generate``, ``simulate``, results as DataFrames."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from numasim import _core
+from numasim._core import InputError
+from numasim.machine import Machine
+
+WORKLOAD_SUFFIXES = {".csv", ".json"}
+
+
+class Workload:
+    """Processes in pid order; generate from a spec, or load from CSV/JSON."""
+
+    def __init__(self, core: _core.Workload) -> None:
+        self._core = core
+
+    @classmethod
+    def generate(cls, machine: Machine, spec: str, seed: int = 0) -> Workload:
+        """From a spec such as ``n=300,kind=cpu,exec=200,arrival=random`` (docs/workloads.md)."""
+        return cls(_core.Workload.generate(machine._core, spec, seed))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Workload:
+        """A workload file: ``.csv`` (one row per process) or ``.json``."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise InputError(f"{path}: cannot read the workload file: {e.strerror}") from None
+        if path.suffix.lower() == ".csv":
+            return cls(_core.Workload.from_csv(text, str(path)))
+        if path.suffix.lower() == ".json":
+            return cls(_core.Workload.from_json(text, str(path)))
+        raise InputError(f"{path}: a workload file must end in .csv or .json")
+
+    @classmethod
+    def resolve(cls, machine: Machine, spec_or_path: str, seed: int = 0) -> Workload:
+        """What the CLI's --workload names: a workload file if one exists there, else a spec."""
+        path = Path(spec_or_path)
+        if path.suffix.lower() in WORKLOAD_SUFFIXES or path.is_file():
+            w = cls.load(path)
+            w._core.validate(machine._core, str(path))
+            return w
+        return cls.generate(machine, spec_or_path, seed)
+
+    def save(self, path: str | Path) -> None:
+        """Writes ``.csv`` or ``.json`` by the file's suffix."""
+        path = Path(path)
+        text = self._core.to_csv() if path.suffix.lower() == ".csv" else self._core.to_json()
+        path.write_text(text)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per process."""
+        return pd.DataFrame(json.loads(self._core.to_json())["processes"])
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+
+_VECTOR_FIELDS = ("utilisation_per_cpu", "migrations_by_level", "far_by_level", "mals")
+
+
+@dataclass
+class Result:
+    """One run: ``processes`` and ``summary`` as DataFrames, the raw summary dict, the trace."""
+
+    processes: pd.DataFrame
+    summary: pd.DataFrame
+    raw_summary: dict[str, Any]
+    trace: pd.DataFrame = field(default_factory=pd.DataFrame)
+    events: int = 0
+
+
+def _summary_row(s: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key, value in s.items():
+        if key == "migrations_by_kind":
+            for kind, count in value:
+                row[f"migrations_{kind}"] = count
+        elif key == "balance":
+            for k, v in value.items():
+                row[f"balance_{k}"] = v if not isinstance(v, list) else sum(v)
+        elif key in _VECTOR_FIELDS:
+            row[key] = list(value)
+        else:
+            row[key] = value
+    return row
+
+
+def simulate(
+    machine: Machine,
+    workload: Workload | str,
+    policy: str = "linux26",
+    domains: str | None = None,
+    seed: int = 0,
+    trace: bool = False,
+) -> Result:
+    """Runs ``workload`` (a Workload or a spec string, generated with ``seed``) on ``machine``.
+
+    ``domains`` defaults to the policy's own builder (``numasim list policies``).
+    """
+    if isinstance(workload, str):
+        workload = Workload.generate(machine, workload, seed)
+    builder = domains or default_domains(policy)
+    raw = json.loads(_core.simulate(machine._core, workload._core, policy, builder, trace))
+    kinds = _core.migration_kinds()
+    procs = pd.DataFrame(raw["processes"])
+    for i, kind in enumerate(kinds):
+        procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
+    procs = procs.drop(columns=["migrations_by_kind"])
+    return Result(
+        processes=procs,
+        summary=pd.DataFrame([_summary_row(raw["summary"])]),
+        raw_summary=raw["summary"],
+        trace=pd.DataFrame(raw["trace"], columns=["cpu", "pid", "start_ns", "end_ns"]),
+        events=raw["events"],
+    )
+
+
+def policies() -> list[tuple[str, str, str, str]]:
+    """``(name, description, reference, default domains)`` of every policy."""
+    return _core.policies()
+
+
+def default_domains(policy: str) -> str:
+    """The domain builder a policy runs over when none is given."""
+    for name, _, _, builder in policies():
+        if name == policy:
+            return builder
+    known = ", ".join(p[0] for p in policies())
+    raise InputError(f"--policy: unknown policy '{policy}'; choose one of {known}")

@@ -1,0 +1,183 @@
+"""`numasim run`, `numasim list policies` and the Python API of single runs."""
+
+from __future__ import annotations
+
+import json
+
+import numasim
+import pandas as pd
+import pytest
+from numasim import Machine, Workload, simulate
+
+SPEC = "n=300,kind=cpu,exec=200,arrival=random"
+
+
+def test_run_prints_a_summary(run):
+    r = run("run", "--machine", "mehta-m1", "--workload", SPEC, "--domains", "multilevel")
+    assert r.code == 0, r.err
+    assert r.out.startswith("mehta-m1 · linux26 over multilevel domains · 300 processes\n")
+    for word in ["turnaround", "makespan", "migrations", "balancing", "far from origin"]:
+        assert word in r.out
+
+
+def test_run_json_and_out_round_trip(run, tmp_path):
+    out = tmp_path / "o"
+    r = run("run", "--machine", "mehta-m3", "--workload", "n=40,kind=mixed,exec=50-400",
+            "--json", "--out", out, "--seed", "3")  # fmt: skip
+    assert r.code == 0, r.err
+    summary = json.loads(r.out)
+    assert summary["processes"] == 40
+    assert json.loads((out / "summary.json").read_text()) == summary
+    procs = pd.read_csv(out / "processes.csv")
+    assert len(procs) == 40
+    assert procs["pid"].tolist() == list(range(40))
+    # The saved workload replays to the same run.
+    again = run("run", "--machine", "mehta-m3", "--workload", out / "workload.csv", "--json")
+    assert again.code == 0, again.err
+    assert json.loads(again.out) == summary
+
+
+def test_default_domains_come_from_the_policy(run):
+    r = run("run", "--machine", "hp-superdome-4", "--workload", "n=20")
+    assert "linux26 over two-level domains" in r.out
+    listing = run("list", "policies").out
+    assert listing.startswith("linux26  ")
+    assert "default domains: two-level" in listing
+
+
+def test_api_returns_dataframes_and_is_deterministic():
+    m = Machine.preset("mehta-m1")
+    a = simulate(m, SPEC, policy="linux26", domains="multilevel", seed=1)
+    b = simulate(m, Workload.generate(m, SPEC, seed=1), domains="multilevel")
+    c = simulate(m, SPEC, domains="multilevel", seed=2)
+    assert isinstance(a.processes, pd.DataFrame) and isinstance(a.summary, pd.DataFrame)
+    assert len(a.processes) == 300 and len(a.summary) == 1
+    pd.testing.assert_frame_equal(a.processes, b.processes)
+    assert a.raw_summary == b.raw_summary
+    assert a.raw_summary != c.raw_summary
+    s = a.summary.iloc[0]
+    assert s["processes"] == 300
+    assert s["mean_tat_ms"] == pytest.approx(a.processes["turnaround_ms"].mean())
+    # Every process did exactly its demand of work.
+    assert (a.processes["work_ms"] - a.processes["demand_ms"]).abs().max() < 1e-6
+    assert set(numasim.__all__) >= {"Machine", "Workload", "simulate"}
+
+
+def test_trace_is_optional():
+    m = Machine.preset("hp-superdome-4")
+    r = simulate(m, "n=10,exec=20", trace=True)
+    assert list(r.trace.columns) == ["cpu", "pid", "start_ns", "end_ns"]
+    assert len(r.trace) >= 10
+    assert simulate(m, "n=10,exec=20").trace.empty
+
+
+def test_workload_save_and_load(tmp_path):
+    m = Machine.preset("amc1")
+    w = Workload.generate(m, "n=25,kind=io,threads=5,spawn=node:3", seed=9)
+    for name in ["w.csv", "w.json"]:
+        w.save(tmp_path / name)
+        back = Workload.load(tmp_path / name)
+        pd.testing.assert_frame_equal(back.to_dataframe(), w.to_dataframe())
+    df = w.to_dataframe()
+    assert df["tgid"].tolist()[:6] == [0, 0, 0, 0, 0, 5]
+    assert set(df["spawn_cpu"]) <= {6, 7}
+
+
+HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--workload", "n=0"], "--workload: key n: n=0: a workload needs at least one process"),
+        (["--workload", "n=5,exec=0"], "--workload: key exec: 0 ms must be positive"),
+        (
+            ["--workload", "n=5,exec=-20"],
+            "--workload: key exec: -20 ms must be a non-negative time",
+        ),
+        (
+            ["--workload", "n=5,arrival=periodic:-1"],
+            "--workload: key arrival: -1 ms must be a non-negative time",
+        ),
+        (["--workload", "exec=20"], "--workload: no process count: give n=N"),
+        (
+            ["--workload", "n=5,color=red"],
+            "--workload: unknown key 'color'; keys are n, kind, io_share, exec, arrival, burst, "
+            "wait, mem, mem_cpu, mem_io, spawn, threads, fork",
+        ),
+        (
+            ["--workload", "n=5,spawn=node:99"],
+            "--workload: key spawn: node 99 does not exist or has no CPU",
+        ),
+        (
+            ["--workload", "n=5", "--policy", "cfs"],
+            "--policy: unknown policy 'cfs'; choose one of linux26",
+        ),
+        (
+            ["--workload", "n=5", "--domains", "three-level"],
+            "--domains: unknown domain builder 'three-level'; choose one of flat, node-only, "
+            "two-level, multilevel, linux",
+        ),
+    ],
+)
+def test_bad_run_options(run, args, expected):
+    r = run("run", "--machine", "mehta-m3", *args)
+    assert (r.code, r.out, r.err) == (2, "", f"numasim: error: {expected}\n")
+
+
+def test_unknown_preset(run):
+    r = run("run", "--machine", "mehta-m9", "--workload", "n=5")
+    assert r.code == 2
+    assert r.err.startswith("numasim: error: mehta-m9: unknown machine")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("empty.csv", HEADER + "\n", ": the workload is empty"),
+        ("bad-header.csv", "pid,arrival\n0,0\n", f": line 1: the header must be exactly: {HEADER}"),
+        (
+            "not-a-number.csv",
+            HEADER + "\n0,0,zero,1000,cpu,0.5,0,1,1,0\n",
+            ": line 2: invalid digit found in string",
+        ),
+        (
+            "zero-demand.csv",
+            HEADER + "\n0,0,0,0,cpu,0.5,0,1,1,0\n",
+            ": process 0 (pid 0): demand must be positive",
+        ),
+        (
+            "negative-arrival.csv",
+            HEADER + "\n0,0,-5,1000,cpu,0.5,0,1,1,0\n",
+            ": line 2: invalid digit found in string",
+        ),
+        (
+            "bad-kind.csv",
+            HEADER + "\n0,0,0,1000,gpu,0.5,0,1,1,0\n",
+            ": line 2: unknown variant `gpu`, expected `cpu` or `io`",
+        ),
+        (
+            "spawn-out-of-range.csv",
+            HEADER + "\n0,0,0,1000,cpu,0.5,99,1,1,0\n",
+            ": process 0 (pid 0): spawn cpu 99 does not exist (the machine has 16 CPUs)",
+        ),
+        (
+            "mem-out-of-range.csv",
+            HEADER + "\n0,0,0,1000,cpu,1.5,0,1,1,0\n",
+            ": process 0 (pid 0): memory intensity 1.5 is not in [0, 1]",
+        ),
+        (
+            "pid-order.csv",
+            HEADER + "\n1,1,0,1000,cpu,0.5,0,1,1,0\n",
+            ": process 0 (pid 1): pid 1 out of order: pids must be 0, 1, 2, … in order",
+        ),
+        ("bad.json", '{"processes": [}', ": expected value at line 1 column 16"),
+        ("workload.txt", "whatever", ": a workload file must end in .csv or .json"),
+    ],
+)
+def test_bad_workload_files(run, tmp_path, name, content, expected):
+    path = tmp_path / name
+    path.write_text(content)
+    r = run("run", "--machine", "mehta-m3", "--workload", path)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"numasim: error: {path}{expected}\n"
