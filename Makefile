@@ -27,6 +27,9 @@ demo: build
 		$(BIN)/numasim topology mehta-m1 --domains $$b || exit $$?; \
 		echo; \
 	done
+	@echo "=================== mehta-m1, 300 CPU-bound 200 ms processes, linux26 ==================="
+	$(BIN)/numasim run --machine mehta-m1 --workload "n=300,kind=cpu,exec=200,arrival=random" \
+		--policy linux26 --domains multilevel
 
 check-rust:
 	cargo fmt --all -- --check

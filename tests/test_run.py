@@ -181,3 +181,13 @@ def test_bad_workload_files(run, tmp_path, name, content, expected):
     r = run("run", "--machine", "mehta-m3", "--workload", path)
     assert (r.code, r.out) == (2, "")
     assert r.err == f"numasim: error: {path}{expected}\n"
+
+
+def test_bench_reports_each_scenario_without_judging_speed(run):
+    r = run("bench", "--only", "a", "--json")
+    assert r.code == 0, r.err
+    (a,) = json.loads(r.out)
+    assert a["name"] == "a" and a["processes"] == 500 and a["cpus"] == 32
+    assert a["events"] > 0 and a["peak_rss_mb"] > 0
+    bad = run("bench", "--only", "z")
+    assert (bad.code, bad.err) == (2, "numasim: error: unknown scenario z; known: a, b, c\n")

@@ -113,6 +113,32 @@ def run(
             click.echo(f"wrote {out}/processes.csv, {out}/summary.json, {out}/workload.csv")
 
 
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--only", default=None, help="Comma-separated scenario names (default: all).")
+def bench(as_json: bool, only: str | None) -> None:
+    """Run the fixed benchmark scenarios: wall time, events, events/s, peak memory."""
+    from numasim.bench import run_all, scenarios
+
+    names = only.split(",") if only else None
+    known = {s["name"] for s in scenarios()}
+    if names and not set(names) <= known:
+        unknown = ", ".join(sorted(set(names) - known))
+        raise click.UsageError(f"unknown scenario {unknown}; known: {', '.join(sorted(known))}")
+    results = run_all(names)
+    if as_json:
+        click.echo(json.dumps(results))
+        return
+    for r in results:
+        click.echo(f"({r['name']}) {r['title']}")
+        click.echo(
+            f"    run {r['run_s'] * 1e3:.1f} ms (best of {r['repeat']}), {r['events']} events, "
+            f"{r['events_per_s'] / 1e6:.2f} M events/s, peak {r['peak_rss_mb']:.0f} MB; "
+            f"per process {r['run_s'] / r['processes'] * 1e6:.2f} µs; "
+            f"generate {r['generate_s'] * 1e3:.1f} ms, domains {r['domains_s'] * 1e3:.1f} ms"
+        )
+
+
 @cli.group(name="list")
 def list_() -> None:
     """List what numasim ships."""

@@ -13,6 +13,7 @@
 //!
 //! Later layers (workload, engine, policies, metrics) build on these two.
 
+pub mod bench;
 pub mod cpuset;
 pub mod domains;
 pub mod engine;

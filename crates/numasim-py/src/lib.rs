@@ -270,6 +270,23 @@ fn simulate(
     .map_err(input_err)
 }
 
+/// Times one benchmark scenario; the result as JSON text.
+#[pyfunction]
+fn bench_run(
+    py: Python<'_>,
+    machine: &Machine,
+    spec: &str,
+    seed: u64,
+    policy: &str,
+    builder: &str,
+) -> PyResult<String> {
+    let b: Builder = builder.parse().map_err(input_err)?;
+    let m = &machine.inner;
+    py.detach(|| numasim_core::bench::run(m, spec, seed, policy, b))
+        .map(|r| serde_json::to_string(&r).expect("serialisable"))
+        .map_err(input_err)
+}
+
 /// The balancing policies: `(name, description, reference, default domain builder)`.
 #[pyfunction]
 fn policies() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -301,6 +318,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builders, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_run, m)?)?;
     m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())

@@ -52,7 +52,8 @@ pub struct ProcResult {
     pub migrations_by_kind: Vec<u32>,
     /// Indexed by memory access level of the move's distance (0 = inside a node).
     pub migrations_by_level: Vec<u32>,
-    pub cpu_ms_by_node: Vec<f64>,
+    /// `(node, ms)` for each node it ran on, in the order first visited.
+    pub cpu_ms_by_node: Vec<(usize, f64)>,
 }
 
 /// Balancing invocations and moves per level.
@@ -129,13 +130,16 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
             let w = &s.workload.processes[pid];
             let completion = p.completion_ns.expect("every process completed");
             let first = p.first_run_ns.expect("every process ran");
-            let cpu_ns: u64 = p.run_ns_by_node.iter().sum();
+            let cpu_ns: u64 = p.run_ns_by_node.iter().map(|(_, ns)| ns).sum();
             let origin_cpu = p.origin_cpu.expect("ran");
             let origin_node = m.cpu_node(origin_cpu);
             // Ties go to the origin node, then to the lowest node id.
-            let most_node = (0..m.nodes())
-                .max_by_key(|&k| (p.run_ns_by_node[k], k == origin_node, std::cmp::Reverse(k)))
-                .expect("a node");
+            let most_node = p
+                .run_ns_by_node
+                .iter()
+                .map(|&(k, ns)| (k as usize, ns))
+                .max_by_key(|&(k, ns)| (ns, k == origin_node, std::cmp::Reverse(k)))
+                .map_or(origin_node, |(k, _)| k);
             let d = m.distance(origin_node, most_node);
             let tat = completion - w.arrival_ns;
             ProcResult {
@@ -172,7 +176,11 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 migrations: p.migrations_by_kind.iter().sum(),
                 migrations_by_kind: p.migrations_by_kind.to_vec(),
                 migrations_by_level: p.migrations_by_level.clone(),
-                cpu_ms_by_node: p.run_ns_by_node.iter().map(|&x| ms(x)).collect(),
+                cpu_ms_by_node: p
+                    .run_ns_by_node
+                    .iter()
+                    .map(|&(k, ns)| (k as usize, ms(ns)))
+                    .collect(),
             }
         })
         .collect();

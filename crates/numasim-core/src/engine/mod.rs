@@ -106,7 +106,7 @@ pub enum PState {
 }
 
 /// Per-tick decayed CPU load (2.6.18 `update_load` in `scheduler_tick`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct LoadAvg {
     cpu_load: [u64; 3],
     /// Index of the last tick applied.
@@ -132,9 +132,14 @@ impl LoadAvg {
         l
     }
 
-    fn catch_up(&mut self, now_tick: u64, raw: u64) {
-        self.cpu_load = self.at(now_tick, raw);
-        self.tick = self.tick.max(now_tick);
+    fn caught_up(self, now_tick: u64, raw: u64) -> Self {
+        if now_tick <= self.tick {
+            return self;
+        }
+        Self {
+            cpu_load: self.at(now_tick, raw),
+            tick: now_tick,
+        }
     }
 }
 
@@ -148,7 +153,9 @@ struct CpuState {
     balance_gen: u64,
     busy_ns: u64,
     balance_ns: u64,
-    load: LoadAvg,
+    /// Averages up to the last tick applied. A `Cell` so that reading them through the View
+    /// can memoise the ticks it had to apply (the raw load is constant between updates).
+    load: std::cell::Cell<LoadAvg>,
 }
 
 impl CpuState {
@@ -170,7 +177,8 @@ struct ProcState {
     refill_pending_ns: u64,
     first_run_ns: Option<u64>,
     completion_ns: Option<u64>,
-    run_ns_by_node: Vec<u64>,
+    /// (node, ns) for the nodes it ran on: processes visit few nodes, machines have many.
+    run_ns_by_node: Vec<(u32, u64)>,
     run_ns_fast: u64,
     run_ns_slow: u64,
     refill_ns: u64,
@@ -184,11 +192,25 @@ struct ProcState {
     run_start_ns: u64,
 }
 
+/// A thread group. Page shares and thread counts are sparse `(node, value)` lists: a group
+/// touches few nodes, machines may have many (1 000 000 single-threaded groups on 64 nodes).
 #[derive(Debug, Clone, Default)]
 struct GroupState {
     threads: usize,
-    pages: Vec<f64>,
-    on_node: Vec<u32>,
+    pages: Vec<(usize, f64)>,
+    on_node: Vec<(usize, u32)>,
+}
+
+/// The entry of `node` in a sparse list, created at `zero` if missing.
+fn entry<T: Copy>(list: &mut Vec<(usize, T)>, node: usize, zero: T) -> &mut T {
+    let at = match list.iter().position(|(n, _)| *n == node) {
+        Some(at) => at,
+        None => {
+            list.push((node, zero));
+            list.len() - 1
+        }
+    };
+    &mut list[at].1
 }
 
 /// What a policy can see: a read-only view of the simulation state at `now`.
@@ -254,8 +276,12 @@ impl View<'_> {
             return self.raw_load(cpu);
         }
         let c = &self.cpus[cpu];
-        c.load
-            .at(self.now / self.config.tick_ns, self.raw_load(cpu))[idx - 1]
+        let load = c
+            .load
+            .get()
+            .caught_up(self.now / self.config.tick_ns, self.raw_load(cpu));
+        c.load.set(load);
+        load.cpu_load[idx - 1]
     }
 
     /// A process.
@@ -277,7 +303,11 @@ impl View<'_> {
 
     /// Threads of group `tgid` that are runnable or running on `node`.
     pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {
-        self.groups[tgid].on_node[node]
+        self.groups[tgid]
+            .on_node
+            .iter()
+            .find(|(n, _)| *n == node)
+            .map_or(0, |(_, c)| *c)
     }
 
     /// Number of threads in group `tgid`.
@@ -285,8 +315,8 @@ impl View<'_> {
         self.groups[tgid].threads
     }
 
-    /// Page shares of group `tgid` per node.
-    pub fn pages(&self, tgid: usize) -> &[f64] {
+    /// Page shares of group `tgid`: `(node, share)` for the nodes holding any.
+    pub fn pages(&self, tgid: usize) -> &[(usize, f64)] {
         &self.groups[tgid].pages
     }
 }
@@ -358,21 +388,21 @@ impl<'a> State<'a> {
     fn touch_load(&mut self, cpu: CpuId) {
         let raw = NICE_0_LOAD * self.cpus[cpu].nr_running() as u64;
         let t = self.tick();
-        self.cpus[cpu].load.catch_up(t, raw);
+        let c = &self.cpus[cpu];
+        c.load.set(c.load.get().caught_up(t, raw));
     }
 
     fn remote_factor(&self, pid: Pid, cpu: CpuId) -> f64 {
         let tgid = self.workload.processes[pid].tgid as usize;
         let pages = &self.groups[tgid].pages;
-        let total: f64 = pages.iter().sum();
+        let total: f64 = pages.iter().map(|(_, s)| s).sum();
         if total <= 0.0 {
             return 1.0;
         }
         let node = self.machine.cpu_node(cpu);
         pages
             .iter()
-            .enumerate()
-            .map(|(k, s)| s * f64::from(self.machine.distance(node, k)) / 10.0)
+            .map(|&(k, s)| s * f64::from(self.machine.distance(node, k)) / 10.0)
             .sum::<f64>()
             / total
     }
@@ -402,12 +432,20 @@ impl<'a> State<'a> {
         let node = self.machine.cpu_node(cpu);
         let fast = self.machine.speed(cpu) > 1.0;
         let p = &mut self.procs[pid];
-        let work = productive * rate;
+        // Event times are whole ns rounded up: never credit more work than the burst has left.
+        let work = (productive * rate).min(p.burst_left.max(0.0));
         p.remaining -= work;
         p.burst_left -= work;
         p.work_done += work;
         let wall = now - from;
-        p.run_ns_by_node[node] += wall;
+        match p
+            .run_ns_by_node
+            .iter_mut()
+            .find(|(n, _)| *n as usize == node)
+        {
+            Some((_, ns)) => *ns += wall,
+            None => p.run_ns_by_node.push((node as u32, wall)),
+        }
         if fast {
             p.run_ns_fast += wall;
         } else {
@@ -451,14 +489,14 @@ impl<'a> State<'a> {
         let tgid = self.workload.processes[pid].tgid as usize;
         let node = self.machine.cpu_node(cpu);
         let g = &mut self.groups[tgid];
-        g.pages[node] += 1.0 / g.threads as f64;
+        *entry(&mut g.pages, node, 0.0) += 1.0 / g.threads as f64;
     }
 
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
         self.touch_load(cpu);
         let node = self.machine.cpu_node(cpu);
         let tgid = self.workload.processes[pid].tgid as usize;
-        self.groups[tgid].on_node[node] += 1;
+        *entry(&mut self.groups[tgid].on_node, node, 0) += 1;
         let p = &mut self.procs[pid];
         p.state = PState::Runnable;
         p.cpu = cpu;
@@ -468,7 +506,7 @@ impl<'a> State<'a> {
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
         let node = self.machine.cpu_node(cpu);
         let tgid = self.workload.processes[pid].tgid as usize;
-        self.groups[tgid].on_node[node] -= 1;
+        *entry(&mut self.groups[tgid].on_node, node, 0) -= 1;
     }
 
     /// Stops the running process of `cpu` (it stays on no queue).
@@ -578,9 +616,10 @@ impl<'a> State<'a> {
         }
         for pm in &attempt.pages {
             let g = &mut self.groups[pm.tgid];
-            let amount = pm.share.min(g.pages[pm.from_node]).max(0.0);
-            g.pages[pm.from_node] -= amount;
-            g.pages[pm.to_node] += amount;
+            let from = entry(&mut g.pages, pm.from_node, 0.0);
+            let amount = pm.share.min(*from).max(0.0);
+            *from -= amount;
+            *entry(&mut g.pages, pm.to_node, 0.0) += amount;
         }
         let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
             + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
@@ -628,10 +667,6 @@ pub fn run(
     for p in &workload.processes {
         let g = &mut groups[p.tgid as usize];
         g.threads += 1;
-        if g.pages.is_empty() {
-            g.pages = vec![0.0; machine.nodes()];
-            g.on_node = vec![0; machine.nodes()];
-        }
     }
     let procs = workload
         .processes
@@ -648,7 +683,7 @@ pub fn run(
             refill_pending_ns: 0,
             first_run_ns: None,
             completion_ns: None,
-            run_ns_by_node: vec![0; machine.nodes()],
+            run_ns_by_node: Vec::new(),
             run_ns_fast: 0,
             run_ns_slow: 0,
             refill_ns: 0,

@@ -1,0 +1,76 @@
+//! `cargo bench -p numasim-core`: the event loop (whole runs) and the balancer's hot paths
+//! (domain building, placement- and balance-heavy workloads). Whole-scenario figures with
+//! peak memory come from `numasim bench`; see docs/PERFORMANCE.md.
+
+use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::engine::{self, EngineConfig, PolicyContext};
+use numasim_core::machine::{generate::Generator, Machine, MachineParts};
+use numasim_core::policy;
+use numasim_core::workload::{Workload, WorkloadSpec};
+
+fn main() {
+    divan::main();
+}
+
+fn machine(nodes: usize, cpn: usize, group_sizes: Vec<usize>, distances: Vec<u32>) -> Machine {
+    let g = Generator::Hierarchy {
+        nodes,
+        group_sizes,
+        distances,
+    };
+    Machine::new(
+        "bench",
+        MachineParts {
+            name: "bench".into(),
+            description: String::new(),
+            source: String::new(),
+            node_cpus: numasim_core::machine::contiguous_cpus(&vec![cpn; nodes]),
+            speeds: None,
+            distances: g.table("bench").unwrap(),
+        },
+    )
+    .unwrap()
+}
+
+fn workload(m: &Machine, spec: &str) -> Workload {
+    let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
+    WorkloadSpec::parse("b", spec)
+        .unwrap()
+        .generate("b", 1, &node_cpus)
+        .unwrap()
+}
+
+fn run(m: &Machine, b: Builder, w: &Workload) -> u64 {
+    let d = b.build(m, &BuildOptions::default());
+    let config = EngineConfig::default();
+    let ctx = PolicyContext {
+        machine: m,
+        domains: &d,
+        config: &config,
+    };
+    let mut p = policy::by_name("linux26", &ctx).unwrap();
+    engine::run(m, &d, w, p.as_mut(), &config).unwrap().events
+}
+
+/// Event loop: 500 CPU-bound processes on a 16 × 2 machine with 6 levels (scenario a's shape).
+#[divan::bench(args = [Builder::TwoLevel, Builder::Multilevel, Builder::Linux])]
+fn run_32_cpus_500_procs(bencher: divan::Bencher, b: Builder) {
+    let m = machine(16, 2, vec![2, 2, 2], vec![20, 30, 40, 50]);
+    let w = workload(&m, "n=500,kind=cpu,exec=200,arrival=random");
+    bencher.bench(|| run(&m, b, &w));
+}
+
+/// Balancer-heavy: IO-bound processes wake and sleep, so CPUs go newly idle all the time.
+#[divan::bench]
+fn run_io_bound_newidle_heavy(bencher: divan::Bencher) {
+    let m = machine(16, 2, vec![4], vec![20, 30]);
+    let w = workload(&m, "n=200,kind=io,exec=100,arrival=almost,burst=2,wait=4");
+    bencher.bench(|| run(&m, Builder::Multilevel, &w));
+}
+
+/// Domain building on 1024 CPUs (64 nodes × 16, 4 levels).
+#[divan::bench(args = [Builder::TwoLevel, Builder::Multilevel, Builder::Linux])]
+fn build_domains_1024(bencher: divan::Bencher, b: Builder) {
+    let m = machine(64, 16, vec![4, 4], vec![20, 30, 40]);
+    bencher.bench(|| b.build(&m, &BuildOptions::default()).cpus.len());
+}
