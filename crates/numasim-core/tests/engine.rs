@@ -103,11 +103,11 @@ impl policy::Policy for MovePagesOnce {
     fn name(&self) -> &'static str {
         "test"
     }
-    fn place_new(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> usize {
-        self.place
+    fn place_new(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+        Some(self.place)
     }
-    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, prev: usize) -> usize {
-        prev
+    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
     }
     fn next_periodic_ns(&self, _: &engine::View<'_>, _: usize) -> Option<u64> {
         (!self.done).then_some(0)
@@ -173,4 +173,136 @@ fn a_speed_2_core_halves_the_run_time() {
         .collect();
     by_speed.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(by_speed, vec![(1.0, 100.0), (2.0, 50.0)]);
+}
+
+/// Space-sharing style test policy: holds every process; an idle CPU takes the lowest held pid
+/// (FCFS); pages optionally concentrated on `home`; an optional machine-wide callback that
+/// moves the tail of CPU 0's queue to CPU 1.
+struct Hold {
+    home: Option<usize>,
+    global_ns: Option<u64>,
+    global_calls: u32,
+}
+
+impl policy::Policy for Hold {
+    fn name(&self) -> &'static str {
+        "hold"
+    }
+    fn place_new(&mut self, _: &engine::View<'_>, _: usize, spawn: usize) -> Option<usize> {
+        if self.global_ns.is_some() {
+            Some(spawn)
+        } else {
+            None
+        }
+    }
+    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+        None
+    }
+    fn first_touch_node(&mut self, v: &engine::View<'_>, _: usize, cpu: usize) -> usize {
+        self.home.unwrap_or(v.machine.cpu_node(cpu))
+    }
+    fn cpu_idle(&mut self, v: &engine::View<'_>, cpu: usize) -> Option<policy::Attempt> {
+        let pid = v.held().next()?;
+        Some(policy::Attempt {
+            places: vec![(pid, cpu)],
+            ..policy::Attempt::default()
+        })
+    }
+    fn next_periodic_ns(&self, _: &engine::View<'_>, _: usize) -> Option<u64> {
+        None
+    }
+    fn balance(
+        &mut self,
+        _: &engine::View<'_>,
+        _: usize,
+        _: usize,
+        _: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        None
+    }
+    fn global_period_ns(&self) -> Option<u64> {
+        self.global_ns
+    }
+    fn global_balance(&mut self, v: &engine::View<'_>) -> Option<policy::Attempt> {
+        self.global_calls += 1;
+        let pid = v.queued(0).next_back()?;
+        Some(policy::Attempt {
+            moves: vec![policy::Move {
+                pid,
+                from: 0,
+                to: 1,
+                kind: policy::MigrationKind::Push,
+            }],
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+#[test]
+fn held_processes_run_when_a_cpu_frees_fcfs() {
+    // One CPU; three 100 ms processes held at arrival and handed out one at a time by cpu_idle:
+    // no round robin, so they end at 100, 200 and 300 ms (round robin would give 300 for P0).
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let w = Workload {
+        processes: vec![
+            proc(0, 0, 100, 0, 0.5),
+            proc(1, 0, 100, 0, 0.5),
+            proc(2, 0, 100, 0, 0.5),
+        ],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Hold {
+        home: None,
+        global_ns: None,
+        global_calls: 0,
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &free_balancing()).unwrap();
+    assert_eq!(tat(&r), vec![100.0, 200.0, 300.0]);
+    assert_eq!(r.summary.balance.other[0], 3, "one placement per process");
+    assert_eq!(r.summary.migrations, 0);
+}
+
+#[test]
+fn first_touch_pages_can_be_concentrated_on_a_home_node() {
+    // Two nodes at distance 20, one CPU each; the process runs on node 0 but its pages go to
+    // its home node 1 from the start: 100 ms of work at m = 0.5 take 150 ms.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let w = Workload {
+        processes: vec![proc(0, 0, 100, 0, 0.5)],
+    };
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let mut p = Hold {
+        home: Some(1),
+        global_ns: None,
+        global_calls: 0,
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &free_balancing()).unwrap();
+    assert_eq!(r.processes[0].origin_node, 0);
+    assert!((r.processes[0].turnaround_ms - 150.0).abs() < 1e-6);
+    assert!((r.processes[0].remote_factor - 2.0).abs() < 1e-12);
+}
+
+#[test]
+fn the_machine_wide_callback_runs_on_its_period() {
+    // Both processes start on CPU 0; every 30 ms the callback pushes CPU 0's queue tail to CPU 1.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        processes: vec![proc(0, 0, 100, 0, 0.0), proc(1, 0, 100, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Hold {
+        home: None,
+        global_ns: Some(30_000_000),
+        global_calls: 0,
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &free_balancing()).unwrap();
+    // P0 runs 0-100 ms on CPU 0; P1 waits until the push at 30 ms, refills 0.1 ms, ends at
+    // 130.1 ms. The callback ran at 30, 60, 90 and 120 ms (the run ends at 130.1 ms).
+    assert_eq!(tat(&r), vec![100.0, 130.1]);
+    assert_eq!(p.global_calls, 4);
+    assert_eq!(
+        r.summary.balance.other[0], 1,
+        "only the first call had something to push"
+    );
+    assert_eq!(r.summary.migrations_by_kind[1], ("push".to_string(), 1));
 }

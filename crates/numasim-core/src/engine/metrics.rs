@@ -65,6 +65,9 @@ pub struct BalanceSummary {
     pub moved_periodic: Vec<u64>,
     pub moved_newidle: Vec<u64>,
     pub moved_active: Vec<u64>,
+    /// `cpu_idle` and machine-wide callbacks (counted at level 0).
+    pub other: Vec<u64>,
+    pub moved_other: Vec<u64>,
     pub cost_ms: f64,
     /// Decisions the engine refused (a policy bug if ever non-zero).
     pub rejected: u64,
@@ -258,6 +261,8 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
             moved_periodic: pad(&st.moved[0]),
             moved_newidle: pad(&st.moved[1]),
             moved_active: pad(&st.moved[2]),
+            other: pad(&st.invocations[3]),
+            moved_other: pad(&st.moved[3]),
             cost_ms: ms(st.cost_ns),
             rejected: st.rejected,
         },

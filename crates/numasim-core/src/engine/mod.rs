@@ -99,6 +99,8 @@ pub struct PolicyContext<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PState {
     Pending,
+    /// Arrived or woken, waiting for the policy to give it a processor.
+    Held,
     Runnable,
     Running,
     Blocked,
@@ -223,6 +225,7 @@ pub struct View<'a> {
     procs: &'a [ProcState],
     groups: &'a [GroupState],
     workload: &'a Workload,
+    held: &'a std::collections::BTreeSet<Pid>,
 }
 
 /// A process as a policy sees it.
@@ -239,6 +242,9 @@ pub struct ProcInfo {
     /// When it last stopped running (for cache hotness); `None` if it never ran.
     pub last_ran_ns: Option<u64>,
     pub arrival_ns: u64,
+    /// Time on a CPU so far (up to the last accounting of its CPU): a policy that samples it
+    /// periodically gets the process's load history.
+    pub cpu_ns: u64,
 }
 
 impl View<'_> {
@@ -298,6 +304,7 @@ impl View<'_> {
             origin_cpu: p.origin_cpu,
             last_ran_ns: p.last_ran_ns,
             arrival_ns: w.arrival_ns,
+            cpu_ns: p.run_ns_by_node.iter().map(|(_, ns)| ns).sum(),
         }
     }
 
@@ -315,6 +322,11 @@ impl View<'_> {
         self.groups[tgid].threads
     }
 
+    /// Processes waiting for a processor (placement `None`), in pid order.
+    pub fn held(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.held.iter().copied()
+    }
+
     /// Page shares of group `tgid`: `(node, share)` for the nodes holding any.
     pub fn pages(&self, tgid: usize) -> &[(usize, f64)] {
         &self.groups[tgid].pages
@@ -327,14 +339,16 @@ enum Event {
     Milestone(CpuId, u64),
     IoDone(Pid),
     Balance(CpuId, u64),
+    Global,
 }
 
 /// Balancing statistics per (kind, level).
 #[derive(Debug, Clone, Default)]
 struct BalanceStats {
-    /// `[periodic, newidle, active]` × level
-    invocations: [Vec<u64>; 3],
-    moved: [Vec<u64>; 3],
+    /// `[periodic, newidle, active, other]` × level; "other" = `cpu_idle` (level 0) and the
+    /// machine-wide callback (level 0).
+    invocations: [Vec<u64>; 4],
+    moved: [Vec<u64>; 4],
     cost_ns: u64,
     rejected: u64,
 }
@@ -355,6 +369,7 @@ struct State<'a> {
     stats: BalanceStats,
     trace: Vec<Slice>,
     events_processed: u64,
+    held: std::collections::BTreeSet<Pid>,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -372,6 +387,7 @@ impl<'a> State<'a> {
             procs: &self.procs,
             groups: &self.groups,
             workload: self.workload,
+            held: &self.held,
         }
     }
 
@@ -485,9 +501,8 @@ impl<'a> State<'a> {
         self.schedule_milestone(cpu);
     }
 
-    fn first_touch(&mut self, pid: Pid, cpu: CpuId) {
+    fn first_touch(&mut self, pid: Pid, node: usize) {
         let tgid = self.workload.processes[pid].tgid as usize;
-        let node = self.machine.cpu_node(cpu);
         let g = &mut self.groups[tgid];
         *entry(&mut g.pages, node, 0.0) += 1.0 / g.threads as f64;
     }
@@ -528,7 +543,7 @@ impl<'a> State<'a> {
     }
 
     /// Runs the next queued process if the CPU has none running.
-    fn dispatch(&mut self, cpu: CpuId) {
+    fn dispatch(&mut self, policy: &mut dyn Policy, cpu: CpuId) {
         if self.cpus[cpu].current.is_some() {
             return;
         }
@@ -541,7 +556,13 @@ impl<'a> State<'a> {
         if self.procs[pid].first_run_ns.is_none() {
             self.procs[pid].first_run_ns = Some(now);
             self.procs[pid].origin_cpu = Some(cpu);
-            self.first_touch(pid, cpu);
+            let node = policy.first_touch_node(&self.view(), pid, cpu);
+            let node = if node < self.machine.nodes() {
+                node
+            } else {
+                self.machine.cpu_node(cpu)
+            };
+            self.first_touch(pid, node);
         }
         let p = &mut self.procs[pid];
         p.state = PState::Running;
@@ -554,6 +575,27 @@ impl<'a> State<'a> {
         let c = &mut self.cpus[cpu];
         c.stall_until = c.stall_until.max(now) + refill;
         self.schedule_milestone(cpu);
+    }
+
+    /// Enqueues a new or woken process on `cpu`, counting a placement or wake-up migration
+    /// when it lands away from its parent's CPU (new) or the CPU it slept on (woken).
+    fn place(&mut self, pid: Pid, cpu: CpuId) {
+        if self.procs[pid].first_run_ns.is_none() {
+            let spawn = self.workload.processes[pid].spawn_cpu as usize;
+            if cpu != spawn {
+                // Placement is where the process first runs, so it pays no cache refill.
+                let level = self.level_of(spawn, cpu);
+                let p = &mut self.procs[pid];
+                p.migrations_by_kind[MigrationKind::Placement as usize] += 1;
+                p.migrations_by_level[level] += 1;
+            }
+        } else {
+            let prev = self.procs[pid].cpu;
+            if cpu != prev {
+                self.record_migration(pid, prev, cpu, MigrationKind::Wakeup);
+            }
+        }
+        self.enqueue(pid, cpu);
     }
 
     fn level_of(&self, from: CpuId, to: CpuId) -> usize {
@@ -583,8 +625,22 @@ impl<'a> State<'a> {
 
     /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received
     /// processes (one entry per process moved).
-    fn apply(&mut self, cpu: CpuId, level: usize, slot: usize, attempt: Attempt) -> Vec<CpuId> {
+    fn apply(
+        &mut self,
+        cpu: Option<CpuId>,
+        level: usize,
+        slot: usize,
+        attempt: Attempt,
+    ) -> Vec<CpuId> {
         let mut touched = Vec::new();
+        for &(pid, to) in &attempt.places {
+            if to >= self.cpus.len() || !self.held.remove(&pid) {
+                self.stats.rejected += 1;
+                continue;
+            }
+            self.place(pid, to);
+            touched.push(to);
+        }
         for mv in &attempt.moves {
             let ok = mv.from < self.cpus.len()
                 && mv.to < self.cpus.len()
@@ -625,7 +681,6 @@ impl<'a> State<'a> {
             + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
             + self.config.cost_per_migration_ns * moved as u64;
         self.stats.cost_ns += cost;
-        self.cpus[cpu].balance_ns += cost;
         let inv = &mut self.stats.invocations[slot];
         if inv.len() <= level {
             inv.resize(level + 1, 0);
@@ -633,7 +688,10 @@ impl<'a> State<'a> {
         }
         inv[level] += 1;
         self.stats.moved[slot][level] += moved as u64;
-        self.stall(cpu, cost);
+        if let Some(cpu) = cpu {
+            self.cpus[cpu].balance_ns += cost;
+            self.stall(cpu, cost);
+        }
         if !attempt.pages.is_empty() {
             // Page moves change the speed of every running thread of the moved groups.
             for c in 0..self.cpus.len() {
@@ -713,6 +771,7 @@ pub fn run(
         stats: BalanceStats::default(),
         trace: Vec::new(),
         events_processed: 0,
+        held: std::collections::BTreeSet::new(),
     };
     for p in &workload.processes {
         s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
@@ -720,8 +779,9 @@ pub fn run(
     for cpu in 0..machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
-    if let Some(period) = policy.global_period_ns() {
-        let _ = period; // machine-wide callbacks arrive with the first policy that needs them
+    let global_period = policy.global_period_ns().filter(|&p| p > 0);
+    if let Some(period) = global_period {
+        s.push(period, Event::Global);
     }
     while s.done < n {
         let Some(Reverse((t, _, ev))) = s.events.pop() else {
@@ -749,6 +809,11 @@ pub fn run(
                     periodic(&mut s, policy, cpu);
                 }
             }
+            Event::Global => global(
+                &mut s,
+                policy,
+                global_period.expect("scheduled with a period"),
+            ),
         }
     }
     Ok(metrics::collect(s))
@@ -770,23 +835,46 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
 
 fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let spawn = s.workload.processes[pid].spawn_cpu as usize;
-    let cpu = policy.place_new(&s.view(), pid, spawn);
-    let cpu = if cpu < s.cpus.len() { cpu } else { spawn };
     next_burst(s, pid);
-    if cpu != spawn {
-        // Placement is where the process first runs, so it pays no cache refill.
-        let level = s.level_of(spawn, cpu);
-        let p = &mut s.procs[pid];
-        p.migrations_by_kind[MigrationKind::Placement as usize] += 1;
-        p.migrations_by_level[level] += 1;
+    let cpu = policy.place_new(&s.view(), pid, spawn);
+    admit(s, policy, pid, cpu);
+}
+
+/// Puts a new or woken process on the CPU the policy chose, or holds it.
+fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId>) {
+    match cpu {
+        Some(cpu) if cpu < s.cpus.len() => {
+            s.place(pid, cpu);
+            become_busy(s, policy, cpu);
+        }
+        Some(_) => {
+            s.stats.rejected += 1;
+            let cpu = s.procs[pid].cpu;
+            s.place(pid, cpu);
+            become_busy(s, policy, cpu);
+        }
+        None => {
+            s.procs[pid].state = PState::Held;
+            s.held.insert(pid);
+            // Idle processors are offered the held work at once, lowest CPU first.
+            for cpu in 0..s.cpus.len() {
+                if s.held.is_empty() {
+                    break;
+                }
+                if s.cpus[cpu].current.is_none() && s.cpus[cpu].queue.is_empty() {
+                    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
+                        let received = s.apply(Some(cpu), 0, 3, attempt);
+                        wake_receivers(s, policy, &received);
+                    }
+                }
+            }
+        }
     }
-    s.enqueue(pid, cpu);
-    become_busy(s, policy, cpu);
 }
 
 fn become_busy(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     let was_idle = s.cpus[cpu].current.is_none();
-    s.dispatch(cpu);
+    s.dispatch(policy, cpu);
     if was_idle && s.cpus[cpu].current.is_some() {
         refresh_balance_timer(s, policy, cpu);
     }
@@ -796,14 +884,9 @@ fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let prev = s.procs[pid].cpu;
     let p = &mut s.procs[pid];
     p.io_wait_ns += s.now - p.blocked_since;
-    let cpu = policy.place_wakeup(&s.view(), pid, prev);
-    let cpu = if cpu < s.cpus.len() { cpu } else { prev };
-    if cpu != prev {
-        s.record_migration(pid, prev, cpu, MigrationKind::Wakeup);
-    }
     next_burst(s, pid);
-    s.enqueue(pid, cpu);
-    become_busy(s, policy, cpu);
+    let cpu = policy.place_wakeup(&s.view(), pid, prev);
+    admit(s, policy, pid, cpu);
 }
 
 fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
@@ -840,7 +923,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             let pid = s.take_current(cpu);
             s.leave_node(pid, cpu);
             s.enqueue(pid, cpu);
-            s.dispatch(cpu);
+            s.dispatch(policy, cpu);
         }
     } else {
         // Woken early (rate changed since scheduling): schedule again.
@@ -848,26 +931,43 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     }
 }
 
-/// The CPU's process stopped: run the next one, or balance newly-idle, or go idle.
+/// The CPU's process stopped: run the next one, or let the policy act on the idle CPU and
+/// balance newly-idle, or go idle.
 fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
-    s.dispatch(cpu);
+    s.dispatch(policy, cpu);
     if s.cpus[cpu].current.is_some() {
         return;
     }
+    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
+        let received = s.apply(Some(cpu), 0, 3, attempt);
+        wake_receivers(s, policy, &received);
+    }
     let levels = s.domains.cpus[cpu].len();
     for level in 0..levels {
+        if s.cpus[cpu].current.is_some() {
+            break;
+        }
         let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle) else {
             continue;
         };
-        let received = s.apply(cpu, level, 1, attempt);
+        let received = s.apply(Some(cpu), level, 1, attempt);
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
         if moved {
             break;
         }
     }
-    s.dispatch(cpu);
+    s.dispatch(policy, cpu);
     refresh_balance_timer(s, policy, cpu);
+}
+
+/// The machine-wide callback of user-space balancers; rescheduled while work remains.
+fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
+    if let Some(attempt) = policy.global_balance(&s.view()) {
+        let received = s.apply(None, 0, 3, attempt);
+        wake_receivers(s, policy, &received);
+    }
+    s.push(s.now + period, Event::Global);
 }
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
@@ -877,11 +977,11 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             continue;
         };
         let active = attempt.active_from;
-        let received = s.apply(cpu, level, 0, attempt);
+        let received = s.apply(Some(cpu), level, 0, attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
             if let Some(a) = policy.active_balance(&s.view(), busiest, cpu) {
-                let received = s.apply(busiest, level, 2, a);
+                let received = s.apply(Some(busiest), level, 2, a);
                 wake_receivers(s, policy, &received);
             }
         }

@@ -465,12 +465,12 @@ impl Policy for Linux26 {
         "linux26"
     }
 
-    fn place_new(&mut self, view: &View<'_>, _pid: Pid, spawn_cpu: CpuId) -> CpuId {
-        self.balance_self(view, spawn_cpu, sd::BALANCE_FORK)
+    fn place_new(&mut self, view: &View<'_>, _pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
+        Some(self.balance_self(view, spawn_cpu, sd::BALANCE_FORK))
     }
 
-    fn place_wakeup(&mut self, _view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> CpuId {
-        prev_cpu
+    fn place_wakeup(&mut self, _view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
+        Some(prev_cpu)
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {

@@ -2,8 +2,10 @@
 //! policy; a policy never touches engine internals — it reads a [`View`] and returns decisions.
 //!
 //! ```text
-//!   engine ── place_new(view, pid, spawn_cpu) ──────────────► CpuId      (fork/exec)
-//!          ── place_wakeup(view, pid, prev_cpu) ────────────► CpuId      (IO completion)
+//!   engine ── place_new(view, pid, spawn_cpu) ──────────────► Some(cpu) | None = hold it
+//!          ── place_wakeup(view, pid, prev_cpu) ────────────► Some(cpu) | None = hold it
+//!          ── first_touch_node(view, pid, cpu) ─────────────► node       (page placement)
+//!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
@@ -14,9 +16,10 @@
 //! Design for every policy of SPEC §6: an [`Attempt`] carries moves of any kind (pull, push,
 //! exchange halves, idle, active, placement) from any CPU to any CPU, so sender-initiated pushes
 //! and exchanges need no engine change; the view exposes speeds, per-process origin, kind,
-//! thread group and page shares, and per-group per-node thread counts; [`PageMove`] lets a policy
-//! migrate pages; processor allocation for space sharing (§6.6) is expressed as placement plus
-//! moves on the same interface.
+//! thread group and page shares, per-group per-node thread counts and each process's CPU time so
+//! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
+//! sharing (§6.6) holds a process (placement `None`) until an attempt's `places` gives it a
+//! processor, typically from `cpu_idle`; user-space balancers (§6.7) get `global_balance`.
 
 pub mod linux26;
 
@@ -107,6 +110,8 @@ pub struct Attempt {
     pub moves: Vec<Move>,
     /// Page migrations.
     pub pages: Vec<PageMove>,
+    /// Processor for held processes (see [`Policy::place_new`]).
+    pub places: Vec<(Pid, CpuId)>,
     /// Ask the engine to run `active_balance(busiest, target=this cpu)` right after.
     pub active_from: Option<CpuId>,
 }
@@ -116,11 +121,23 @@ pub trait Policy: Send {
     /// Configuration name.
     fn name(&self) -> &'static str;
 
-    /// Where a new process starts (fork/exec balancing), given its parent's CPU.
-    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> CpuId;
+    /// Where a new process starts (fork/exec balancing), given its parent's CPU; `None` holds it
+    /// (no runqueue) until an attempt's `places` names its processor.
+    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId>;
 
-    /// Where a waking process is enqueued, given the CPU it last ran on.
-    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> CpuId;
+    /// Where a waking process is enqueued, given the CPU it last ran on; `None` holds it.
+    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId>;
+
+    /// The node that receives a thread's first-touch pages when it first runs on `cpu`
+    /// (default: the node of `cpu`; a policy may concentrate them on a home node).
+    fn first_touch_node(&mut self, view: &View<'_>, _pid: Pid, cpu: CpuId) -> usize {
+        view.machine.cpu_node(cpu)
+    }
+
+    /// `cpu` has nothing to run: a chance to place held processes (before newly-idle balancing).
+    fn cpu_idle(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
+        None
+    }
 
     /// When `cpu` next wants its periodic balancing (absolute ns), given its current state.
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64>;
@@ -151,7 +168,8 @@ pub trait Policy: Send {
         None
     }
 
-    /// The machine-wide callback.
+    /// The machine-wide callback (its work is counted, not charged to a CPU: a user-space
+    /// balancer runs beside the workload).
     fn global_balance(&mut self, _view: &View<'_>) -> Option<Attempt> {
         None
     }
