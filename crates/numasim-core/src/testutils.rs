@@ -9,6 +9,10 @@ pub fn machine(rows: &[Vec<u32>], cpus_per_node: usize) -> Machine {
 
 /// A machine with `counts[n]` CPUs on node n (0 = memory-only node).
 pub fn machine_with_counts(rows: &[Vec<u32>], counts: &[usize]) -> Machine {
+    build(rows, counts, None)
+}
+
+fn build(rows: &[Vec<u32>], counts: &[usize], speeds: Option<Vec<f64>>) -> Machine {
     Machine::new(
         "test",
         MachineParts {
@@ -16,7 +20,7 @@ pub fn machine_with_counts(rows: &[Vec<u32>], counts: &[usize]) -> Machine {
             description: String::new(),
             source: String::new(),
             node_cpus: contiguous_cpus(counts),
-            speeds: None,
+            speeds,
             distances: DistanceTable::from_matrix("test", rows).expect("valid test table"),
         },
     )
@@ -36,16 +40,5 @@ pub fn two_level_table(nodes: usize, remote: u32) -> Vec<Vec<u32>> {
 
 /// Like [`machine`], with per-CPU speeds.
 pub fn machine_with_speeds(rows: &[Vec<u32>], cpus_per_node: usize, speeds: Vec<f64>) -> Machine {
-    Machine::new(
-        "test",
-        MachineParts {
-            name: "test".into(),
-            description: String::new(),
-            source: String::new(),
-            node_cpus: contiguous_cpus(&vec![cpus_per_node; rows.len()]),
-            speeds: Some(speeds),
-            distances: DistanceTable::from_matrix("test", rows).expect("valid test table"),
-        },
-    )
-    .expect("valid test machine")
+    build(rows, &vec![cpus_per_node; rows.len()], Some(speeds))
 }
