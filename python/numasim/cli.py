@@ -139,6 +139,134 @@ def bench(as_json: bool, only: str | None) -> None:
         )
 
 
+def _progress():
+    """A rich progress bar with ETA on a terminal's stderr; nothing elsewhere."""
+    import sys
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} replications"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not sys.stderr.isatty(),
+    )
+
+
+def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool) -> None:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from numasim import experiment as ex
+    from numasim import report, stats
+
+    out_dir = Path(out) if out else Path("numasim-results") / exp.name
+    confidence = confidence or exp.confidence
+    with _progress() as bar:
+        task = bar.add_task(exp.name, total=exp.replications * len(exp.cells()))
+
+        def on_progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        rows = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress)
+    cells = {(m, w.name, n) for m, w, n in exp.cells()}
+    labels = {v.label for v in exp.variants}
+    rows = [r for r in rows if r["replication"] < exp.replications
+            and (r["machine"], r["workload"], r["n"]) in cells and r["policy"] in labels]  # fmt: skip
+    runs = pd.DataFrame(ex.sorted_rows(rows, exp))
+    summary = stats.summarize(runs, exp, confidence)
+    gains = stats.gains(runs, exp, confidence)
+    files = report.write_tables(out_dir, runs, summary, gains)
+    figures = report.write_figures(out_dir, exp, summary, gains)
+    if as_json:
+        click.echo(json.dumps(report.json_rows(exp, gains)))
+        return
+    click.echo(report.table_text(exp, summary, gains, confidence))
+    click.echo()
+    click.echo(f"results: {', '.join(str(p) for p in files)}")
+    click.echo(f"figures: {', '.join(str(p) for p in figures if p.suffix == '.png')}")
+    click.echo(f"         (and SVG beside each PNG in {out_dir / 'figures'})")
+
+
+_common_experiment_options = [
+    click.option("--replications", type=int, default=None, help="Replications per cell."),
+    click.option(
+        "--jobs", type=click.IntRange(min=1), default=None, help="Local worker processes."
+    ),
+    click.option("--cluster", default=None, help="Dask scheduler address (numasim[cluster])."),
+    click.option(
+        "--confidence", type=float, default=None, help="Interval confidence (0.95, 0.99)."
+    ),
+    click.option("--out", default=None, help="Results directory (resumes if it has runs)."),
+    click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON."),
+]
+
+
+def _experiment_options(f):
+    for option in reversed(_common_experiment_options):
+        f = option(f)
+    return f
+
+
+def _check_common(replications: int | None, confidence: float | None) -> None:
+    if replications is not None and replications <= 0:
+        raise click.UsageError(f"--replications must be at least 1, got {replications}")
+    if confidence is not None and not 0.5 <= confidence < 1:
+        raise click.UsageError(f"--confidence must be in [0.5, 1), got {confidence}")
+
+
+@cli.command()
+@click.argument("name")
+@_experiment_options
+def reproduce(name, replications, jobs, cluster, confidence, out, as_json) -> None:
+    """Run a shipped experiment (numasim list experiments) or an experiment file."""
+    from numasim import experiment as ex
+
+    _check_common(replications, confidence)
+    exp = ex.load(name)
+    if replications:
+        exp.replications = replications
+    _run_experiment(exp, out, jobs, cluster, confidence, as_json)
+
+
+@cli.command()
+@click.option("--machine", "machines", required=True, help="Preset or machine file (comma list).")
+@click.option("--workload", "workload", required=True, help="Spec with n=..., e.g. n=200,kind=io")
+@click.option("--policies", required=True, help="Baseline first: linux26@two-level,linux26@flat")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@_experiment_options
+def compare(machines, workload, policies, seed, replications, jobs, cluster, confidence, out,
+            as_json) -> None:  # fmt: skip
+    """Compare policies on one workload with paired replications (the first is the baseline)."""
+    from numasim import experiment as ex
+
+    _check_common(replications, confidence)
+    parts = [p.strip() for p in workload.split(",") if p.strip()]
+    ns = [p for p in parts if p.startswith("n=")]
+    if len(ns) != 1:
+        raise click.UsageError("--workload must give the process count once, e.g. n=200,kind=cpu")
+    try:
+        n = int(ns[0][2:])
+    except ValueError:
+        raise click.UsageError(f"--workload: '{ns[0]}' is not a process count") from None
+    variants = [p.strip() for p in policies.split(",") if p.strip()]
+    if len(variants) < 2:
+        raise click.UsageError("--policies needs a baseline and at least one policy")
+    exp = ex.from_dict(
+        {"name": "compare", "machines": machines.split(","),
+         "workload": [{"name": "w", "spec": ",".join(p for p in parts if not p.startswith("n="))}],
+         "sweep": {"n": [n]}, "baseline": variants[0], "policies": variants[1:],
+         "replications": replications or 30, "confidence": confidence or 0.95, "seed": seed},
+        "--policies/--workload",
+    )  # fmt: skip
+    _run_experiment(exp, out, jobs, cluster, confidence, as_json)
+
+
 @cli.group(name="list")
 def list_() -> None:
     """List what numasim ships."""
@@ -170,6 +298,18 @@ def list_policies() -> None:
     for name, description, reference, domains in items:
         click.echo(f"{name:<{width}}  {description} (default domains: {domains})")
         click.echo(f"{'':<{width}}  reference: {reference}")
+
+
+@list_.command(name="experiments")
+def list_experiments() -> None:
+    """Experiments shipped with numasim (numasim reproduce NAME)."""
+    from numasim.experiment import list_experiments as items
+
+    exps = items()
+    width = max(len(e.name) for e in exps)
+    for e in exps:
+        click.echo(f"{e.name:<{width}}  {e.title}")
+        click.echo(f"{'':<{width}}  source: {e.source}")
 
 
 @list_.command(name="builders")
