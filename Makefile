@@ -14,22 +14,18 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
-		"click>=8.1" "pyyaml>=6" "pandas>=2" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
+		"click>=8.1" "pyyaml>=6" "pandas>=2" "pyarrow>=14" "scipy>=1.11" "matplotlib>=3.8" \
+		"rich>=13" "dask[distributed]>=2024.1" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
 	touch $@
 
 # Compiles the Rust core into the venv (incremental; release, as benchmarks need it).
 build: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release -q
 
+# The headline experiment, with few replications so that it finishes in well under a minute
+# (`numasim reproduce multilevel-altix` alone uses the file's default replications).
 demo: build
-	@for b in flat node-only two-level multilevel linux; do \
-		echo "=================== mehta-m1, --domains $$b ==================="; \
-		$(BIN)/numasim topology mehta-m1 --domains $$b || exit $$?; \
-		echo; \
-	done
-	@echo "=================== mehta-m1, 300 CPU-bound 200 ms processes, linux26 ==================="
-	$(BIN)/numasim run --machine mehta-m1 --workload "n=300,kind=cpu,exec=200,arrival=random" \
-		--policy linux26 --domains multilevel
+	$(BIN)/numasim reproduce multilevel-altix --replications 5 --out demo-out/multilevel-altix
 
 check-rust:
 	cargo fmt --all -- --check

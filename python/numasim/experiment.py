@@ -285,8 +285,11 @@ def plan(exp: Experiment, done: set[tuple[str, str, int, int]], jobs: int) -> li
     cells = exp.cells()
     per_cell = max(1, math.ceil(exp.replications * len(cells) / max(1, 4 * jobs) / len(cells)))
     for machine, w, n in cells:
-        todo = [(r, replication_seed(exp.seed, machine, w.name, n, r))
-                for r in range(exp.replications) if (machine, w.name, n, r) not in done]  # fmt: skip
+        todo = [
+            (r, replication_seed(exp.seed, machine, w.name, n, r))
+            for r in range(exp.replications)
+            if (machine, w.name, n, r) not in done
+        ]
         for i in range(0, len(todo), per_cell):
             tasks.append((machine, w.name, w.spec, n, todo[i : i + per_cell]))
     return tasks
@@ -360,5 +363,5 @@ def sorted_rows(rows: Iterable[dict[str, Any]], exp: Experiment) -> list[dict[st
             cell_pos[(r["machine"], r["workload"], r["n"])],
             r["replication"],
             var_pos[r["policy"]],
-        ),  # fmt: skip
+        ),
     )

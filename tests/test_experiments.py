@@ -1,0 +1,244 @@
+"""Experiments: files, statistics, resume after a kill, Dask = local, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from numasim import experiment as ex
+from numasim import stats
+
+TINY = """
+name = "tiny"
+title = "two-level vs flat and node-only on a 4-cell Superdome"
+machines = ["hp-superdome-4"]
+baseline = "linux26@two-level"
+policies = ["linux26@flat", "linux26@node-only"]
+replications = {reps}
+confidence = 0.95
+seed = 7
+
+[[workload]]
+name = "make"
+spec = "kind=cpu,exec=10-100,arrival=uniform:300"
+
+[sweep]
+n = [60, 120]
+"""
+
+
+def tiny(tmp_path, reps=6, text=TINY):
+    path = tmp_path / "tiny.toml"
+    path.write_text(text.format(reps=reps))
+    return path
+
+
+def test_list_experiments_names_the_reproductions(run):
+    r = run("list", "experiments")
+    assert r.code == 0
+    for name in ["multilevel-altix", "multilevel-superdome", "domains-superdome-4"]:
+        assert f"\n{name} " in "\n" + r.out
+
+
+def test_reproduce_json_shape_table_and_files(run, tmp_path):
+    out = tmp_path / "out"
+    r = run("reproduce", tiny(tmp_path), "--out", out, "--jobs", "1", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert list(data) == ["experiment", "rows"]
+    assert data["experiment"] == "tiny"
+    assert len(data["rows"]) == 4  # 2 n × 2 policies
+    row = data["rows"][0]
+    assert list(row) == ["machine", "workload", "n", "baseline", "policy", "baseline_tat_ms",
+                         "policy_tat_ms", "gain_pct", "gain_ci_low", "gain_ci_high",
+                         "replications"]  # fmt: skip
+    assert row["gain_ci_low"] < row["gain_pct"] < row["gain_ci_high"]
+    assert row["replications"] == 6
+    for name in ["runs", "summary", "gains"]:
+        csv = pd.read_csv(out / f"{name}.csv")
+        pq = pd.read_parquet(out / f"{name}.parquet")
+        assert len(csv) == len(pq) > 0
+    assert len(pd.read_csv(out / "runs.csv")) == 2 * 6 * 3
+    for ext in ["png", "svg"]:
+        assert (out / "figures" / f"tiny-hp-superdome-4-make.{ext}").stat().st_size > 1000
+    table = run("reproduce", tiny(tmp_path), "--out", out)
+    assert table.code == 0
+    assert "linux26@two-level TAT" in table.out and "gain %" in table.out
+    assert "figures: " in table.out
+
+
+def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):
+    exp = ex.load(tiny(tmp_path))
+    rows = ex.execute(exp, tmp_path / "o", jobs=1)
+    seeds = {}
+    for r in rows:
+        seeds.setdefault((r["n"], r["replication"]), set()).add(r["seed"])
+    assert all(len(s) == 1 for s in seeds.values())
+    assert len({next(iter(s)) for s in seeds.values()}) == len(seeds)
+
+
+def test_interval_widths_shrink_as_replications_grow(tmp_path):
+    out = tmp_path / "o"
+    exp = ex.load(tiny(tmp_path, reps=4))
+    small = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), exp, 0.95)
+    exp.replications = 24  # resumes: replications 0-3 are reused
+    big = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), exp, 0.95)
+    assert (big["replications"] == 24).all()
+    assert (big["half_width"].to_numpy() < small["half_width"].to_numpy()).all()
+
+
+def test_paired_gain_interval_is_narrower_than_unpaired(tmp_path):
+    exp = ex.load(tiny(tmp_path, reps=12))
+    runs = pd.DataFrame(ex.execute(exp, tmp_path / "o", jobs=2))
+    g = stats.gains(runs, exp, 0.95)
+    for row in g.itertuples():
+        cell = runs[runs.n == row.n]
+        b = cell[cell.policy == exp.baseline.label].sort_values("replication")["mean_tat_ms"]
+        p = cell[cell.policy == row.policy].sort_values("replication")["mean_tat_ms"]
+        paired = row.gain_ci_high - row.gain_pct
+        assert paired < stats.unpaired_gain_half_width(b, p, 0.95), (row.n, row.policy)
+
+
+def _runs(out):
+    return pd.read_csv(out / "runs.csv")
+
+
+def test_a_torn_last_line_is_dropped_and_resumed_without_loss_or_duplicates(run, tmp_path):
+    path = tiny(tmp_path, reps=6)
+    full = tmp_path / "full"
+    assert run("reproduce", path, "--out", full, "--jobs", "2").code == 0
+    # A run killed mid-write: some batches done, half a line of the next.
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    lines = (full / "runs.jsonl").read_text().splitlines(keepends=True)
+    (cut / "runs.jsonl").write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])
+    assert run("reproduce", path, "--out", cut, "--jobs", "2").code == 0
+    pd.testing.assert_frame_equal(_runs(cut), _runs(full))
+    assert len(_runs(cut)) == len(_runs(cut).drop_duplicates(["n", "policy", "replication"]))
+
+
+def test_kill_9_mid_sweep_then_resume_equals_an_uninterrupted_sweep(run, tmp_path):
+    cpu_spec = 'spec = "kind=cpu,exec=10-100,arrival=uniform:300"'
+    io_spec = 'spec = "kind=io,exec=100-300,wait=50,burst=5,arrival=uniform:300"'
+    text = TINY.replace(cpu_spec, io_spec)
+    path = tiny(tmp_path, reps=16, text=text)
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(killed),
+         "--jobs", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    jsonl = killed / "runs.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if jsonl.exists() and jsonl.read_bytes().count(b"\n") >= 2:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the sweep must still be running when it is killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert jsonl.read_bytes().count(b"\n") < 16, "killed part-way through 16 batches"
+    assert run("reproduce", path, "--out", killed, "--jobs", "2").code == 0
+    full = tmp_path / "full"
+    assert run("reproduce", path, "--out", full, "--jobs", "1").code == 0
+    pd.testing.assert_frame_equal(_runs(killed), _runs(full))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = tiny(tmp_path, reps=4)
+    local = tmp_path / "local"
+    assert run("reproduce", path, "--out", local, "--jobs", "2").code == 0
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        dask = tmp_path / "dask"
+        r = run("reproduce", path, "--out", dask, "--cluster", cluster.scheduler_address)
+        assert r.code == 0, r.err
+    pd.testing.assert_frame_equal(_runs(dask), _runs(local))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ("seed = 7", "seed = 7\ncolour = 1"),
+            "unknown key 'colour'; allowed: baseline, confidence, machines, name, notes, policies, "
+            "replications, seed, source, sweep, title, workload",
+        ),
+        (('"linux26@flat"', '"cfs@flat"'), "unknown policy 'cfs'; choose one of linux26"),
+        (
+            ('"linux26@flat"', '"linux26@three-level"'),
+            "unknown domain builder 'three-level'; choose one of flat, node-only, two-level, "
+            "multilevel, linux",
+        ),
+        (("n = [60, 120]", "n = []"), "the sweep is empty: give [sweep] n = [25, 50, ...]"),
+        (("n = [60, 120]", "n = [20, -5]"), "[sweep] n must be positive process counts"),
+        (("replications = 6", "replications = 0"), "replications must be at least 1, got 0"),
+        (("replications = 6", "replications = -3"), "replications must be at least 1, got -3"),
+        (("replications = 6", ""), "missing key 'replications'"),
+        (
+            ('machines = ["hp-superdome-4"]', 'machines = ["nowhere-9"]'),
+            "nowhere-9: unknown machine: not a preset (see `numasim list machines`), not a file, "
+            "and not 'host'",
+        ),
+        (
+            ("confidence = 0.95", "confidence = 1.5"),
+            "confidence must be a number in [0.5, 1), e.g. 0.95",
+        ),
+    ],
+)
+def test_bad_experiment_files(run, tmp_path, change, expected):
+    path = tiny(tmp_path)
+    path.write_text(path.read_text().replace(*change))
+    r = run("reproduce", path, "--out", tmp_path / "o")
+    assert (r.code, r.out) == (2, "")
+    prefix = "" if expected.startswith("nowhere-9") else f"{path}: "
+    assert r.err == f"numasim: error: {prefix}{expected}\n"
+
+
+def test_bad_toml_and_unknown_experiment(run, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    r = run("reproduce", bad)
+    assert r.code == 2 and r.err.startswith(f"numasim: error: {bad}: ") and r.err.count("\n") == 1
+    r = run("reproduce", "no-such-experiment")
+    assert r.code == 2
+    assert r.err.startswith("numasim: error: no-such-experiment: unknown experiment; shipped ones:")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--replications", "0"], "--replications must be at least 1, got 0"),
+        (["--confidence", "1.5"], "--confidence must be in [0.5, 1), got 1.5"),
+    ],
+)
+def test_bad_reproduce_options(run, tmp_path, args, expected):
+    r = run("reproduce", tiny(tmp_path), *args)
+    assert (r.code, r.err) == (2, f"numasim: error: {expected}\n")
+
+
+def test_compare(run, tmp_path):
+    r = run("compare", "--machine", "hp-superdome-4", "--workload", "n=30,kind=cpu,exec=10-50",
+            "--policies", "linux26@two-level,linux26@flat", "--replications", "5",
+            "--out", tmp_path / "c", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)["rows"]
+    assert [(x["n"], x["baseline"], x["policy"], x["replications"]) for x in rows] == [
+        (30, "linux26@two-level", "linux26@flat", 5)
+    ]
+    bad = run("compare", "--machine", "hp-superdome-4", "--workload", "kind=cpu",
+              "--policies", "linux26,linux26@flat")  # fmt: skip
+    assert (bad.code, bad.err) == (
+        2, "numasim: error: --workload must give the process count once, e.g. n=200,kind=cpu\n"
+    )  # fmt: skip
