@@ -102,7 +102,7 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
             for i, v in enumerate(exp.variants):
                 d = s[s.policy == v.label].sort_values("n")
                 ax1.errorbar(d.n, d["mean"], yerr=d["half_width"].fillna(0), marker=markers[i % 7],
-                             capsize=3, label=v.label)  # fmt: skip
+                             color=f"C{i}", capsize=3, label=v.label)  # fmt: skip
             ax1.set(xlabel="processes (n)", ylabel="mean turnaround time (ms)",
                     title=f"{machine} · {w.name}: turnaround")  # fmt: skip
             ax1.grid(alpha=0.3)
@@ -110,7 +110,9 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
             for i, v in enumerate(exp.policies):
                 d = g[g.policy == v.label].sort_values("n")
                 err = (d.gain_ci_high - d.gain_pct).fillna(0)
-                ax2.errorbar(d.n, d.gain_pct, yerr=err, marker=markers[(i + 1) % 7], capsize=3,
+                # The same colour and marker as the policy's turnaround curve.
+                ax2.errorbar(d.n, d.gain_pct, yerr=err, marker=markers[(i + 1) % 7],
+                             color=f"C{i + 1}", capsize=3,
                              label=f"{v.label} vs {exp.baseline.label}")  # fmt: skip
             ax2.axhline(0, color="grey", lw=0.8)
             ax2.set(xlabel="processes (n)", ylabel="gain (%)", title="gain over the baseline")
