@@ -91,6 +91,9 @@ def test_interval_widths_shrink_as_replications_grow(tmp_path):
     big = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), exp, 0.95)
     assert (big["replications"] == 24).all()
     assert (big["half_width"].to_numpy() < small["half_width"].to_numpy()).all()
+    exp.replications = 4  # the stored 24 are kept, the first 4 returned
+    again = pd.DataFrame(ex.execute(exp, out, jobs=2))
+    assert sorted(again["replication"].unique()) == [0, 1, 2, 3]
 
 
 def test_paired_gain_interval_is_narrower_than_unpaired(tmp_path):

@@ -174,15 +174,6 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
             bar.update(task, completed=done, total=total)
 
         rows = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress)
-    cells = {(m, w.name, n) for m, w, n in exp.cells()}
-    labels = {v.label for v in exp.variants}
-    rows = [
-        r
-        for r in rows
-        if r["replication"] < exp.replications
-        and (r["machine"], r["workload"], r["n"]) in cells
-        and r["policy"] in labels
-    ]
     runs = pd.DataFrame(ex.sorted_rows(rows, exp))
     summary = stats.summarize(runs, exp, confidence)
     gains = stats.gains(runs, exp, confidence)

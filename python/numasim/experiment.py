@@ -302,7 +302,8 @@ def execute(
     cluster: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs what is missing in ``out`` and returns every row (finished before and now)."""
+    """Runs what is missing in ``out`` and returns the experiment's rows (finished before and
+    now); rows stored for other cells, variants or higher replication counts are left out."""
     out.mkdir(parents=True, exist_ok=True)
     store = Store(out / "runs.jsonl")
     store.load()
@@ -321,7 +322,15 @@ def execute(
                 finished += len(futures[fut][4])
                 if on_progress:
                     on_progress(finished, total)
-    return store.rows
+    cells = {(m, w.name, n) for m, w, n in exp.cells()}
+    labels = {v.label for v in exp.variants}
+    return [
+        r
+        for r in store.rows
+        if r["replication"] < exp.replications
+        and (r["machine"], r["workload"], r["n"]) in cells
+        and r["policy"] in labels
+    ]
 
 
 class _executor:
