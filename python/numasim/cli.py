@@ -81,6 +81,8 @@ def topology(
 @click.option("--cpus-per-node", type=click.IntRange(min=1), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
+@click.option("--trace", "trace_file", default=None, help="Write a Perfetto/Chrome trace JSON.")
+@click.option("--trace-window", default=None, help="START:END in ms: trace only that part.")
 def run(
     machine_spec: str,
     workload_spec: str,
@@ -90,13 +92,18 @@ def run(
     cpus_per_node: int | None,
     as_json: bool,
     out: str | None,
+    trace_file: str | None,
+    trace_window: str | None,
 ) -> None:
     """Simulate one run and print its summary."""
+    window = _parse_window(trace_window)
     m = Machine.load(machine_spec, cpus_per_node)
     _warn(m)
     builder = builder or default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
-    result = simulate(m, workload, policy=policy, domains=builder)
+    result = simulate(m, workload, policy=policy, domains=builder, trace=bool(trace_file))
+    if trace_file:
+        _write_trace(m, result, trace_file, window)
     if out:
         from pathlib import Path
 
@@ -136,6 +143,35 @@ def bench(as_json: bool, only: str | None) -> None:
             f"{r['events_per_s'] / 1e6:.2f} M events/s, peak {r['peak_rss_mb']:.0f} MB; "
             f"per process {r['run_s'] / r['processes'] * 1e6:.2f} µs; "
             f"generate {r['generate_s'] * 1e3:.1f} ms, domains {r['domains_s'] * 1e3:.1f} ms"
+        )
+
+
+TRACE_WARN_BYTES = 100 * 2**20
+
+
+def _parse_window(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        start, end = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise click.UsageError(f"--trace-window: '{text}' is not START:END in ms") from None
+    if not 0 <= start < end:
+        raise click.UsageError(f"--trace-window: need 0 <= START < END, got '{text}'")
+    return start, end
+
+
+def _write_trace(m: Machine, result, path: str, window) -> None:
+    from numasim.trace import chrome_trace
+
+    text = json.dumps(chrome_trace(m, result.raw, window))
+    with open(path, "w") as f:
+        f.write(text)
+    if len(text) > TRACE_WARN_BYTES:
+        click.echo(
+            f"numasim: warning: the trace {path} is {len(text) / 2**20:.0f} MB; "
+            "--trace-window START:END (ms) keeps a part of the run",
+            err=True,
         )
 
 

@@ -77,6 +77,7 @@ class Result:
     raw_summary: dict[str, Any]
     trace: pd.DataFrame = field(default_factory=pd.DataFrame)
     events: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
 
 
 def _summary_row(s: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +123,7 @@ def simulate(
         raw_summary=raw["summary"],
         trace=pd.DataFrame(raw["trace"], columns=["cpu", "pid", "start_ns", "end_ns"]),
         events=raw["events"],
+        raw=raw,
     )
 
 

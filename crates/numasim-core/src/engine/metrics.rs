@@ -106,6 +106,8 @@ pub struct RunResult {
     pub summary: Summary,
     /// Running intervals, when `EngineConfig::record_trace` is set.
     pub trace: Vec<super::Slice>,
+    /// Migrations, balancing attempts and runqueue lengths, when tracing.
+    pub trace_events: super::TraceEvents,
     /// Events the engine processed (for benchmarks).
     pub events: u64,
 }
@@ -121,6 +123,7 @@ pub fn migration_kind_names() -> Vec<&'static str> {
 
 pub(super) fn collect(mut s: State<'_>) -> RunResult {
     let trace = std::mem::take(&mut s.trace);
+    let trace_events = std::mem::take(&mut s.trace_events);
     let events = s.events_processed;
     let s = &s;
     let m = s.machine;
@@ -285,6 +288,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         processes,
         summary,
         trace,
+        trace_events,
         events,
     }
 }

@@ -73,6 +73,17 @@ pub struct Slice {
     pub end_ns: u64,
 }
 
+/// What a traced run recorded besides its slices (for traces and debugging balancers).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct TraceEvents {
+    /// `(time_ns, pid, from_cpu, to_cpu, kind)` for every migration.
+    pub migrations: Vec<(u64, Pid, CpuId, CpuId, &'static str)>,
+    /// `(time_ns, cpu, level, kind, moved)` for every balancing attempt.
+    pub balances: Vec<(u64, CpuId, usize, &'static str, usize)>,
+    /// `(time_ns, cpu, nr_running)` whenever a runqueue's length changes.
+    pub runqueue: Vec<(u64, CpuId, usize)>,
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -368,6 +379,7 @@ struct State<'a> {
     done: usize,
     stats: BalanceStats,
     trace: Vec<Slice>,
+    trace_events: TraceEvents,
     events_processed: u64,
     held: std::collections::BTreeSet<Pid>,
 }
@@ -398,6 +410,18 @@ impl<'a> State<'a> {
 
     fn tick(&self) -> u64 {
         self.now / self.config.tick_ns
+    }
+
+    /// Records `cpu`'s runqueue length after a change (traced runs only).
+    fn trace_rq(&mut self, cpu: CpuId) {
+        if self.config.record_trace {
+            let n = self.cpus[cpu].nr_running();
+            let rq = &mut self.trace_events.runqueue;
+            match rq.last_mut() {
+                Some(last) if last.0 == self.now && last.1 == cpu => last.2 = n,
+                _ => rq.push((self.now, cpu, n)),
+            }
+        }
     }
 
     /// Applies pending ticks to `cpu`'s load averages before its load changes.
@@ -516,6 +540,7 @@ impl<'a> State<'a> {
         p.state = PState::Runnable;
         p.cpu = cpu;
         self.cpus[cpu].queue.push_back(pid);
+        self.trace_rq(cpu);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
@@ -530,6 +555,7 @@ impl<'a> State<'a> {
         self.touch_load(cpu);
         let pid = self.cpus[cpu].current.take().expect("a running process");
         self.cpus[cpu].milestone_gen += 1;
+        self.trace_rq(cpu);
         self.procs[pid].last_ran_ns = Some(self.now);
         if self.config.record_trace {
             self.trace.push(Slice {
@@ -608,6 +634,11 @@ impl<'a> State<'a> {
     }
 
     fn record_migration(&mut self, pid: Pid, from: CpuId, to: CpuId, kind: MigrationKind) {
+        if self.config.record_trace {
+            self.trace_events
+                .migrations
+                .push((self.now, pid, from, to, kind.name()));
+        }
         let level = self.level_of(from, to);
         let refill = if level == 0 {
             self.config.refill_in_node_ns
@@ -658,6 +689,7 @@ impl<'a> State<'a> {
             let q = &mut self.cpus[mv.from].queue;
             let at = q.iter().position(|&p| p == mv.pid).expect("checked");
             q.remove(at);
+            self.trace_rq(mv.from);
             self.leave_node(mv.pid, mv.from);
             self.enqueue(mv.pid, mv.to);
             self.record_migration(mv.pid, mv.from, mv.to, mv.kind);
@@ -688,6 +720,13 @@ impl<'a> State<'a> {
         }
         inv[level] += 1;
         self.stats.moved[slot][level] += moved as u64;
+        if self.config.record_trace {
+            let kind = ["periodic", "newidle", "active", "other"][slot];
+            let at = cpu.unwrap_or(usize::MAX);
+            self.trace_events
+                .balances
+                .push((self.now, at, level, kind, moved));
+        }
         if let Some(cpu) = cpu {
             self.cpus[cpu].balance_ns += cost;
             self.stall(cpu, cost);
@@ -770,6 +809,7 @@ pub fn run(
         done: 0,
         stats: BalanceStats::default(),
         trace: Vec::new(),
+        trace_events: TraceEvents::default(),
         events_processed: 0,
         held: std::collections::BTreeSet::new(),
     };
