@@ -108,3 +108,27 @@ def test_bad_trace_window(run, tmp_path):
         r = run("run", "--machine", "mehta-m3", "--workload", "n=4", "--trace",
                 tmp_path / "x.json", "--trace-window", text)  # fmt: skip
         assert (r.code, r.err) == (2, f"numasim: error: --trace-window: {msg}\n")
+
+
+def test_migration_table_and_process_traces(run, tmp_path):
+    out = tmp_path / "o"
+    r = run("run", "--machine", "mehta-m1", "--workload", "n=300,kind=cpu,exec=200,arrival=random",
+            "--domains", "multilevel", "--traces", "5", "--out", out)  # fmt: skip
+    assert r.code == 0, r.err
+    import pandas as pd
+
+    moves = pd.read_csv(out / "migrations.csv")
+    procs = pd.read_csv(out / "processes.csv")
+    # Every migration counted per process is in the table, and the other way round.
+    counted = procs.set_index("pid")["migrations"]
+    assert moves.groupby("pid").size().reindex(counted.index, fill_value=0).equals(counted)
+    m = Machine.preset("mehta-m1")
+    for row in moves.itertuples():
+        assert m.distances[row.from_node][row.to_node] == m.mals[row.level]
+        assert row.from_node == row.from_cpu // 2 and row.to_node == row.to_cpu // 2
+    lines = [x for x in r.out.splitlines() if x.startswith("pid ")]
+    assert len(lines) == 5
+    moved = sorted(moves[moves.kind != "placement"].pid.unique())[:5]
+    assert [int(x.split()[1]) for x in lines] == moved
+    for x in lines:
+        assert " moves " in x and " ran most on node " in x and " ended: " in x

@@ -83,6 +83,8 @@ def topology(
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
 @click.option("--trace", "trace_file", default=None, help="Write a Perfetto/Chrome trace JSON.")
 @click.option("--trace-window", default=None, help="START:END in ms: trace only that part.")
+@click.option("--traces", "n_traces", type=click.IntRange(min=0), default=0,
+              help="Print the migration traces of N processes.")  # fmt: skip
 def run(
     machine_spec: str,
     workload_spec: str,
@@ -94,6 +96,7 @@ def run(
     out: str | None,
     trace_file: str | None,
     trace_window: str | None,
+    n_traces: int,
 ) -> None:
     """Simulate one run and print its summary."""
     window = _parse_window(trace_window)
@@ -101,7 +104,8 @@ def run(
     _warn(m)
     builder = builder or default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
-    result = simulate(m, workload, policy=policy, domains=builder, trace=bool(trace_file))
+    traced = bool(trace_file or n_traces or out)
+    result = simulate(m, workload, policy=policy, domains=builder, trace=traced)
     if trace_file:
         _write_trace(m, result, trace_file, window)
     if out:
@@ -112,12 +116,28 @@ def run(
         result.processes.to_csv(d / "processes.csv", index=False)
         (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
         workload.save(d / "workload.csv")
+        import pandas as pd
+
+        from numasim.trace import migration_table
+
+        cols = ["time_ms", "pid", "from_cpu", "to_cpu", "from_node", "to_node", "kind", "level"]
+        pd.DataFrame(migration_table(m, result.raw), columns=cols).to_csv(
+            d / "migrations.csv", index=False
+        )
     if as_json:
         click.echo(json.dumps(result.raw_summary))
     else:
         click.echo(summary_text(m.name, policy, builder, result))
+        if n_traces:
+            from numasim.trace import process_traces
+
+            click.echo("")
+            click.echo(process_traces(m, result.raw, n_traces))
         if out:
-            click.echo(f"wrote {out}/processes.csv, {out}/summary.json, {out}/workload.csv")
+            click.echo(
+                f"wrote {out}/processes.csv, {out}/summary.json, {out}/workload.csv, "
+                f"{out}/migrations.csv"
+            )
 
 
 @cli.command()

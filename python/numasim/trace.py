@@ -127,3 +127,43 @@ def problems(trace: dict[str, Any]) -> list[str]:
         elif ends["f"]["ts"] < ends["s"]["ts"]:
             out.append(f"flow {fid} finishes before it starts")
     return out
+
+
+def migration_table(machine: Machine, raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per migration of a traced run: time, process, CPUs, nodes, kind and the memory
+    access level of the move (0 = inside a node)."""
+    node_of = {c["id"]: c["node"] for c in machine.info["cpus"]}
+    mals = machine.mals
+    rows = []
+    for t, pid, src, dst, kind in raw["trace_events"]["migrations"]:
+        a, b = node_of[src], node_of[dst]
+        rows.append({"time_ms": t / 1e6, "pid": pid, "from_cpu": src, "to_cpu": dst,
+                     "from_node": a, "to_node": b, "kind": kind,
+                     "level": mals.index(machine.distances[a][b])})  # fmt: skip
+    return rows
+
+
+def process_traces(machine: Machine, raw: dict[str, Any], count: int) -> str:
+    """SPEC §6.2's per-process migration traces for the first ``count`` processes that moved
+    after they first ran: origin, each move CPU→CPU with its time, the node where the process
+    ran most, and whether it ended at its origin node, a nearest neighbour, or farther."""
+    moves: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for m in migration_table(machine, raw):
+        if m["kind"] != "placement":
+            moves[m["pid"]].append(m)
+    procs = {p["pid"]: p for p in raw["processes"]}
+    nearest = machine.mals[1] if len(machine.mals) > 1 else None
+    lines = []
+    for pid in sorted(moves)[:count]:
+        p = procs[pid]
+        origin = p["origin_node"]
+        path = " ".join(f"{m['from_cpu']}→{m['to_cpu']}@{m['time_ms']:.1f}ms" for m in moves[pid])
+        last = moves[pid][-1]["to_node"]
+        d = machine.distances[origin][last]
+        where = ("home" if last == origin else "nearest neighbour" if d == nearest
+                 else f"distance {d}")  # fmt: skip
+        lines.append(f"pid {pid:>5}  origin node {origin} cpu {p['origin_cpu']}  moves {path}  "
+                     f"ran most on node {p['most_node']}  ended: {where}")  # fmt: skip
+    if not lines:
+        return "no process moved after it first ran"
+    return "\n".join(lines)

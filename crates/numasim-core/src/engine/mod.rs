@@ -614,6 +614,12 @@ impl<'a> State<'a> {
                 let p = &mut self.procs[pid];
                 p.migrations_by_kind[MigrationKind::Placement as usize] += 1;
                 p.migrations_by_level[level] += 1;
+                if self.config.record_trace {
+                    let kind = MigrationKind::Placement.name();
+                    self.trace_events
+                        .migrations
+                        .push((self.now, pid, spawn, cpu, kind));
+                }
             }
         } else {
             let prev = self.procs[pid].cpu;
