@@ -172,6 +172,15 @@ struct CpuState {
 }
 
 impl CpuState {
+    /// The load averages with every tick up to `now_tick` applied (at the current raw load,
+    /// constant since the last change), memoised in the cell.
+    fn load_at(&self, now_tick: u64) -> LoadAvg {
+        let raw = NICE_0_LOAD * self.nr_running() as u64;
+        let load = self.load.get().caught_up(now_tick, raw);
+        self.load.set(load);
+        load
+    }
+
     fn nr_running(&self) -> usize {
         self.queue.len() + usize::from(self.current.is_some())
     }
@@ -292,13 +301,9 @@ impl View<'_> {
         if idx == 0 {
             return self.raw_load(cpu);
         }
-        let c = &self.cpus[cpu];
-        let load = c
-            .load
-            .get()
-            .caught_up(self.now / self.config.tick_ns, self.raw_load(cpu));
-        c.load.set(load);
-        load.cpu_load[idx - 1]
+        self.cpus[cpu]
+            .load_at(self.now / self.config.tick_ns)
+            .cpu_load[idx - 1]
     }
 
     /// A process.
@@ -408,10 +413,6 @@ impl<'a> State<'a> {
         self.events.push(Reverse((t, self.seq, ev)));
     }
 
-    fn tick(&self) -> u64 {
-        self.now / self.config.tick_ns
-    }
-
     /// Records `cpu`'s runqueue length after a change (traced runs only).
     fn trace_rq(&mut self, cpu: CpuId) {
         if self.config.record_trace {
@@ -426,10 +427,7 @@ impl<'a> State<'a> {
 
     /// Applies pending ticks to `cpu`'s load averages before its load changes.
     fn touch_load(&mut self, cpu: CpuId) {
-        let raw = NICE_0_LOAD * self.cpus[cpu].nr_running() as u64;
-        let t = self.tick();
-        let c = &self.cpus[cpu];
-        c.load.set(c.load.get().caught_up(t, raw));
+        self.cpus[cpu].load_at(self.now / self.config.tick_ns);
     }
 
     fn remote_factor(&self, pid: Pid, cpu: CpuId) -> f64 {

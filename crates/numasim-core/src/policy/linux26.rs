@@ -183,16 +183,15 @@ fn find_busiest_group(
     if max_load <= busiest_lpt {
         return None;
     }
-    let mut imbalance = 0;
+    // With smpnice, max_load can be below the average: then straight to small_imbalance.
     if max_load >= avg_load {
         let max_pull = (max_load - avg_load).min(max_load - busiest_lpt);
-        imbalance = (max_pull * busiest_pwr).min((avg_load - this_load) * this_pwr) / SCALE;
+        let imbalance = (max_pull * busiest_pwr).min((avg_load - this_load) * this_pwr) / SCALE;
         if imbalance >= busiest_lpt {
             return Some((busiest, imbalance));
         }
     }
     // small_imbalance:
-    let _ = imbalance;
     let mut imbn = 2;
     match this_lpt.checked_div(this_nr) {
         Some(per_task) => {
