@@ -86,9 +86,9 @@ def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):
 def test_interval_widths_shrink_as_replications_grow(tmp_path):
     out = tmp_path / "o"
     exp = ex.load(tiny(tmp_path, reps=4))
-    small = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), exp, 0.95)
+    small = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), 0.95)
     exp.replications = 24  # resumes: replications 0-3 are reused
-    big = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), exp, 0.95)
+    big = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), 0.95)
     assert (big["replications"] == 24).all()
     assert (big["half_width"].to_numpy() < small["half_width"].to_numpy()).all()
     exp.replications = 4  # the stored 24 are kept, the first 4 returned

@@ -231,7 +231,7 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
 
         rows = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress)
     runs = pd.DataFrame(ex.sorted_rows(rows, exp))
-    summary = stats.summarize(runs, exp, confidence)
+    summary = stats.summarize(runs, confidence)
     gains = stats.gains(runs, exp, confidence)
     files = report.write_tables(out_dir, runs, summary, gains)
     figures = report.write_figures(out_dir, exp, summary, gains)
@@ -324,6 +324,14 @@ def list_() -> None:
     """List what numasim ships."""
 
 
+def _echo_listing(rows: list[tuple[str, str, str]]) -> None:
+    """Name and a one-line description, then an indented second line (source or reference)."""
+    width = max(len(name) for name, _, _ in rows)
+    for name, first, second in rows:
+        click.echo(f"{name:<{width}}  {first}")
+        click.echo(f"{'':<{width}}  {second}")
+
+
 @list_.command(name="machines")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_machines(as_json: bool) -> None:
@@ -336,20 +344,16 @@ def list_machines(as_json: bool) -> None:
             )
         )
         return
-    width = max(len(p.name) for p in items)
-    for p in items:
-        click.echo(f"{p.name:<{width}}  {p.description}")
-        click.echo(f"{'':<{width}}  source: {p.source}")
+    _echo_listing([(p.name, p.description, f"source: {p.source}") for p in items])
 
 
 @list_.command(name="policies")
 def list_policies() -> None:
     """Balancing policies, with a one-line description, reference and default domains."""
-    items = policies()
-    width = max(len(p[0]) for p in items)
-    for name, description, reference, domains in items:
-        click.echo(f"{name:<{width}}  {description} (default domains: {domains})")
-        click.echo(f"{'':<{width}}  reference: {reference}")
+    _echo_listing(
+        [(name, f"{description} (default domains: {domains})", f"reference: {reference}")
+         for name, description, reference, domains in policies()]
+    )  # fmt: skip
 
 
 @list_.command(name="experiments")
@@ -357,21 +361,13 @@ def list_experiments() -> None:
     """Experiments shipped with numasim (numasim reproduce NAME)."""
     from numasim.experiment import list_experiments as items
 
-    exps = items()
-    width = max(len(e.name) for e in exps)
-    for e in exps:
-        click.echo(f"{e.name:<{width}}  {e.title}")
-        click.echo(f"{'':<{width}}  source: {e.source}")
+    _echo_listing([(e.name, e.title, f"source: {e.source}") for e in items()])
 
 
 @list_.command(name="builders")
 def list_builders() -> None:
     """Scheduling-domain builders, with a one-line description and reference."""
-    items = builders()
-    width = max(len(name) for name, _, _ in items)
-    for name, description, reference in items:
-        click.echo(f"{name:<{width}}  {description}")
-        click.echo(f"{'':<{width}}  reference: {reference}")
+    _echo_listing([(name, desc, f"reference: {ref}") for name, desc, ref in builders()])
 
 
 def main(argv: list[str] | None = None) -> int:

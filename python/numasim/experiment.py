@@ -45,7 +45,6 @@ METRICS = (
     "mean_remote_factor",
     "utilisation",
 )
-KEYS = ("machine", "workload", "n", "policy", "replication")
 _ALLOWED = {
     "name", "title", "source", "machines", "workload", "sweep", "baseline", "policies",
     "replications", "confidence", "seed", "notes",

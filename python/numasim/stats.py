@@ -31,7 +31,7 @@ def t_interval(values: Sequence[float], confidence: float) -> tuple[float, float
     return mean, sd, half
 
 
-def summarize(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = "mean_tat_ms"):
+def summarize(runs: pd.DataFrame, confidence: float, metric: str = "mean_tat_ms"):
     """Mean, sd and interval of ``metric`` per (machine, workload, n, policy)."""
     out = []
     for (machine, workload, n, policy), g in runs.groupby(
