@@ -178,7 +178,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
             "unknown key 'colour'; allowed: baseline, confidence, machines, name, notes, policies, "
             "replications, seed, source, sweep, title, workload",
         ),
-        (('"linux26@flat"', '"cfs@flat"'), "unknown policy 'cfs'; choose one of linux26"),
+        (('"linux26@flat"', '"cfs@flat"'), "unknown policy 'cfs'; choose one of linux26, origin-aware"),
         (
             ('"linux26@flat"', '"linux26@three-level"'),
             "unknown domain builder 'three-level'; choose one of flat, node-only, two-level, "

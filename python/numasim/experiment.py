@@ -32,6 +32,7 @@ from typing import Any
 
 from numasim import _core
 from numasim._core import InputError
+from numasim.sim import default_domains
 
 METRICS = (
     "mean_tat_ms",
@@ -100,15 +101,12 @@ def list_experiments() -> list[Experiment]:
 
 
 def parse_variant(origin: str, text: str) -> Variant:
-    """``policy`` (its default domains) or ``policy@domains``."""
-    known = {p[0]: p[3] for p in _core.policies()}
+    """``policy`` (its default domains) or ``policy@domains``; a policy may carry options,
+    ``origin-aware:v2=off@multilevel``."""
     builders = {b[0] for b in _core.builders()}
     policy, _, domains = text.partition("@")
-    if policy not in known:
-        raise InputError(
-            f"{origin}: unknown policy '{policy}'; choose one of {', '.join(sorted(known))}"
-        )
-    domains = domains or known[policy]
+    default = default_domains(policy, origin)  # checks the policy and its options
+    domains = domains or default
     if domains not in builders:
         raise InputError(
             f"{origin}: unknown domain builder '{domains}'; choose one of "

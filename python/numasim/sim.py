@@ -132,10 +132,8 @@ def policies() -> list[tuple[str, str, str, str]]:
     return _core.policies()
 
 
-def default_domains(policy: str) -> str:
-    """The domain builder a policy runs over when none is given."""
-    for name, _, _, builder in policies():
-        if name == policy:
-            return builder
-    known = ", ".join(p[0] for p in policies())
-    raise InputError(f"--policy: unknown policy '{policy}'; choose one of {known}")
+def default_domains(policy: str, origin: str = "--policy") -> str:
+    """The domain builder a policy setting (``name[:options]``) runs over when none is given;
+    an unknown policy or a bad option is an InputError."""
+    name = _core.check_policy(origin, policy)
+    return next(builder for n, _, _, builder in policies() if n == name)

@@ -42,3 +42,12 @@ pub fn two_level_table(nodes: usize, remote: u32) -> Vec<Vec<u32>> {
 pub fn machine_with_speeds(rows: &[Vec<u32>], cpus_per_node: usize, speeds: Vec<f64>) -> Machine {
     build(rows, &vec![cpus_per_node; rows.len()], Some(speeds))
 }
+
+/// A machine preset shipped with the Python package (`python/numasim/data/machines`).
+pub fn preset(name: &str) -> Machine {
+    let path = format!(
+        "{}/../../python/numasim/data/machines/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    crate::machine::file::read(std::path::Path::new(&path)).expect("preset parses")
+}

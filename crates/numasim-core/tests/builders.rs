@@ -1,16 +1,10 @@
 //! Behaviour of the domain builders on the shipped presets and on hand-made tables.
 
 use numasim_core::domains::{BuildOptions, Builder, Level};
-use numasim_core::machine::{file, Machine};
+use numasim_core::machine::Machine;
 use numasim_core::testutils;
 
-fn preset(name: &str) -> Machine {
-    let path = format!(
-        "{}/../../python/numasim/data/machines/{name}.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    file::read(std::path::Path::new(&path)).expect("preset parses")
-}
+use numasim_core::testutils::preset;
 
 fn build(m: &Machine, b: Builder) -> Vec<Vec<Level>> {
     b.build(m, &BuildOptions::default()).cpus

@@ -10,7 +10,15 @@ use numasim_core::testutils;
 use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
 
-fn run(m: &Machine, b: Builder, spec: &str, seed: u64, trace: bool) -> RunResult {
+/// Every policy, some with options.
+const POLICIES: [&str; 4] = [
+    "linux26",
+    "origin-aware",
+    "origin-aware:v1=off,nearest=move",
+    "origin-aware:v2=off,min-load=1.5",
+];
+
+fn run(m: &Machine, b: Builder, policy: &str, spec: &str, seed: u64, trace: bool) -> RunResult {
     let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig {
         record_trace: trace,
@@ -26,7 +34,7 @@ fn run(m: &Machine, b: Builder, spec: &str, seed: u64, trace: bool) -> RunResult
         domains: &d,
         config: &config,
     };
-    let mut p = policy::by_name("linux26", &ctx).unwrap();
+    let mut p = policy::by_name(policy, &ctx).unwrap();
     engine::run(m, &d, &w, p.as_mut(), &config).unwrap()
 }
 
@@ -52,12 +60,12 @@ fn workload() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, seed in 0u64..1000) {
-        let builder = Builder::ALL[b];
-        let r = run(&m, builder, &spec, seed, true);
+    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000) {
+        let (builder, policy) = (Builder::ALL[b], POLICIES[pi]);
+        let r = run(&m, builder, policy, &spec, seed, true);
         // Every process completes exactly once, and did all its work.
         prop_assert_eq!(r.processes.len(), r.summary.processes);
         for p in &r.processes {
@@ -86,7 +94,7 @@ proptest! {
         }
         prop_assert_eq!(r.summary.balance.rejected, 0);
         // Same seed, same result.
-        prop_assert_eq!(&r, &run(&m, builder, &spec, seed, true));
+        prop_assert_eq!(&r, &run(&m, builder, policy, &spec, seed, true));
     }
 }
 
@@ -94,15 +102,20 @@ proptest! {
 fn same_seed_same_result_in_parallel() {
     let m = testutils::machine(&testutils::two_level_table(4, 20), 2);
     let spec = "n=120,kind=mixed,exec=5-80,arrival=uniform:200";
-    let reference = run(&m, Builder::Multilevel, spec, 42, false);
-    let results: Vec<RunResult> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| run(&m, Builder::Multilevel, spec, 42, false)))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    for r in results {
-        assert_eq!(r, reference);
+    for policy in POLICIES {
+        let reference = run(&m, Builder::Multilevel, policy, spec, 42, false);
+        let results: Vec<RunResult> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| run(&m, Builder::Multilevel, policy, spec, 42, false)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in results {
+            assert_eq!(r, reference);
+        }
+        assert_ne!(
+            run(&m, Builder::Multilevel, policy, spec, 43, false),
+            reference
+        );
     }
-    assert_ne!(run(&m, Builder::Multilevel, spec, 43, false), reference);
 }

@@ -296,6 +296,13 @@ fn policies() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
         .collect()
 }
 
+/// Checks a policy setting `name[:key=value,...]`; returns its registered name.
+#[pyfunction]
+fn check_policy(origin: &str, spec: &str) -> PyResult<String> {
+    numasim_core::policy::validate(origin, spec).map_err(input_err)?;
+    Ok(numasim_core::policy::base_name(spec).to_string())
+}
+
 /// Names of the migration kinds, in the order of `migrations_by_kind`.
 #[pyfunction]
 fn migration_kinds() -> Vec<&'static str> {
@@ -318,6 +325,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builders, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(bench_run, m)?)?;
     m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;

@@ -27,6 +27,8 @@
 //! wake-up (every process is nice 0); time advances in integer ns, work in f64 ns.
 
 pub mod metrics;
+#[cfg(feature = "testutils")]
+pub mod scene;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -747,6 +749,71 @@ impl<'a> State<'a> {
     }
 }
 
+impl<'a> State<'a> {
+    fn new(
+        machine: &'a Machine,
+        domains: &'a Domains,
+        workload: &'a Workload,
+        config: &'a EngineConfig,
+    ) -> Self {
+        let n = workload.processes.len();
+        let mals = machine.mals();
+        let mut groups = vec![GroupState::default(); n];
+        for p in &workload.processes {
+            let g = &mut groups[p.tgid as usize];
+            g.threads += 1;
+        }
+        let procs = workload
+            .processes
+            .iter()
+            .map(|p| ProcState {
+                state: PState::Pending,
+                cpu: p.spawn_cpu as usize,
+                origin_cpu: None,
+                remaining: p.demand_ns as f64,
+                burst_left: 0.0,
+                rng: Pcg64::seed_from_u64(p.seed),
+                slice_left_ns: config.timeslice_ns,
+                last_ran_ns: None,
+                refill_pending_ns: 0,
+                first_run_ns: None,
+                completion_ns: None,
+                run_ns_by_node: Vec::new(),
+                run_ns_fast: 0,
+                run_ns_slow: 0,
+                refill_ns: 0,
+                migrations_by_kind: [0; MigrationKind::ALL.len()],
+                migrations_by_level: vec![0; mals.len()],
+                remote_weighted_ns: 0.0,
+                mem_time_ns: 0.0,
+                io_wait_ns: 0,
+                blocked_since: 0,
+                work_done: 0.0,
+                run_start_ns: 0,
+            })
+            .collect();
+        State {
+            now: 0,
+            seq: 0,
+            machine,
+            domains,
+            config,
+            workload,
+            events: BinaryHeap::new(),
+            cpus: vec![CpuState::default(); machine.cpus()],
+            procs,
+            groups,
+            mals,
+            done: 0,
+            stats: BalanceStats::default(),
+            trace: Vec::new(),
+            trace_events: TraceEvents::default(),
+            events_processed: 0,
+            held: std::collections::BTreeSet::new(),
+        }
+    }
+}
+
 /// Runs `workload` on `machine` with `policy` over `domains`.
 pub fn run(
     machine: &Machine,
@@ -763,60 +830,7 @@ pub fn run(
         ));
     }
     let n = workload.processes.len();
-    let mals = machine.mals();
-    let mut groups = vec![GroupState::default(); n];
-    for p in &workload.processes {
-        let g = &mut groups[p.tgid as usize];
-        g.threads += 1;
-    }
-    let procs = workload
-        .processes
-        .iter()
-        .map(|p| ProcState {
-            state: PState::Pending,
-            cpu: p.spawn_cpu as usize,
-            origin_cpu: None,
-            remaining: p.demand_ns as f64,
-            burst_left: 0.0,
-            rng: Pcg64::seed_from_u64(p.seed),
-            slice_left_ns: config.timeslice_ns,
-            last_ran_ns: None,
-            refill_pending_ns: 0,
-            first_run_ns: None,
-            completion_ns: None,
-            run_ns_by_node: Vec::new(),
-            run_ns_fast: 0,
-            run_ns_slow: 0,
-            refill_ns: 0,
-            migrations_by_kind: [0; MigrationKind::ALL.len()],
-            migrations_by_level: vec![0; mals.len()],
-            remote_weighted_ns: 0.0,
-            mem_time_ns: 0.0,
-            io_wait_ns: 0,
-            blocked_since: 0,
-            work_done: 0.0,
-            run_start_ns: 0,
-        })
-        .collect();
-    let mut s = State {
-        now: 0,
-        seq: 0,
-        machine,
-        domains,
-        config,
-        workload,
-        events: BinaryHeap::new(),
-        cpus: vec![CpuState::default(); machine.cpus()],
-        procs,
-        groups,
-        mals,
-        done: 0,
-        stats: BalanceStats::default(),
-        trace: Vec::new(),
-        trace_events: TraceEvents::default(),
-        events_processed: 0,
-        held: std::collections::BTreeSet::new(),
-    };
+    let mut s = State::new(machine, domains, workload, config);
     for p in &workload.processes {
         s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
     }

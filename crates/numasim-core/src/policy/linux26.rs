@@ -66,10 +66,15 @@ struct SdState {
     nr_balance_failed: u32,
 }
 
+/// Orders a busiest runqueue's candidates for `move_tasks`: lower ranks are taken first (ties
+/// keep the kernel's tail-first order). Arguments: the view, the pulling CPU, the candidate.
+pub type TaskRank = fn(&View<'_>, CpuId, Pid) -> u32;
+
 /// The 2.6.18 balancer.
 pub struct Linux26 {
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
+    rank: Option<TaskRank>,
 }
 
 impl Linux26 {
@@ -93,7 +98,31 @@ impl Linux26 {
         Self {
             sd,
             tick_ns: ctx.config.tick_ns,
+            rank: None,
         }
+    }
+
+    /// The same balancer taking the busiest runqueue's tasks in `rank` order instead of the
+    /// kernel's tail-first order (every other rule unchanged). For policies built on linux26.
+    pub fn with_task_rank(mut self, rank: TaskRank) -> Self {
+        self.rank = Some(rank);
+        self
+    }
+
+    /// Whether periodic balancing of `level` is due on `cpu` now; if so, the interval is used
+    /// up as if the level had balanced (`last_balance` advances), nothing else changes. For
+    /// policies that run their own balancing in some of linux26's cycles.
+    pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
+        let l = &view.domains.cpus[cpu][level];
+        if l.params.flags & sd::LOAD_BALANCE == 0 {
+            return false;
+        }
+        let interval = self.interval_ns(l, &self.sd[cpu][level], view.idle(cpu));
+        if view.now < self.sd[cpu][level].last_balance_ns + interval {
+            return false;
+        }
+        self.sd[cpu][level].last_balance_ns += interval;
+        true
     }
 
     fn interval_ns(&self, level: &Level, st: &SdState, idle: bool) -> u64 {
@@ -251,6 +280,7 @@ struct MoveArgs {
     aggressive: bool,
     cache_hot_ns: u64,
     kind: MigrationKind,
+    rank: Option<TaskRank>,
 }
 
 /// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu`.
@@ -274,7 +304,10 @@ fn move_tasks(
     // Every task is nice 0, so the busiest queue's best priority is always "seen".
     let best_prio_seen = true;
     let mut pulled = 0;
-    let candidates: Vec<Pid> = v.queued(busiest).rev().collect();
+    let mut candidates: Vec<Pid> = v.queued(busiest).rev().collect();
+    if let Some(rank) = a.rank {
+        candidates.sort_by_cached_key(|&pid| rank(v, this_cpu, pid)); // stable
+    }
     for pid in candidates {
         out.tasks_examined += 1;
         let mut skip_for_load = NICE_0_LOAD as i64 > rem;
@@ -347,6 +380,7 @@ impl Linux26 {
                 } else {
                     MigrationKind::Idle
                 },
+                rank: self.rank,
             };
             moved = move_tasks(v, cpu, busiest, &args, &mut attempt);
         }
@@ -547,6 +581,7 @@ impl Policy for Linux26 {
             aggressive: true,
             cache_hot_ns: p.cache_hot_ns,
             kind: MigrationKind::Active,
+            rank: self.rank,
         };
         move_tasks(view, target, busiest, &args, &mut attempt);
         Some(attempt)

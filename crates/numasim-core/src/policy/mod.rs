@@ -22,6 +22,7 @@
 //! processor, typically from `cpu_idle`; user-space balancers (§6.7) get `global_balance`.
 
 pub mod linux26;
+pub mod origin_aware;
 
 use crate::engine::View;
 use crate::error::InputError;
@@ -185,24 +186,62 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 1] = [PolicyInfo {
-    name: "linux26",
-    description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
-    reference: "Linux 2.6.18 kernel/sched.c (load_balance, find_busiest_group, move_tasks, ...)",
-    default_domains: "two-level",
-}];
+pub const POLICIES: [PolicyInfo; 2] = [
+    PolicyInfo {
+        name: "linux26",
+        description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
+        reference: "Linux 2.6.18 kernel/sched.c (load_balance, find_busiest_group, move_tasks, ...)",
+        default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "origin-aware",
+        description: "linux26 with origin-preferring pulls (RI-LB) alternating with pushes and \
+                      exchanges toward each process's origin (SI-LB); options v1, v2, min-load, nearest",
+        reference: "Mehta & Kanungo, Origin Aware Dynamic Load Balancing Algorithm for NUMA \
+                    Multiprocessor Systems, IJETT 73(2), 2025",
+        default_domains: "multilevel",
+    },
+];
 
-/// Builds a policy by configuration name.
-pub fn by_name(
-    name: &str,
-    ctx: &crate::engine::PolicyContext<'_>,
-) -> Result<Box<dyn Policy>, InputError> {
+/// A policy setting: `name` or `name:key=value,key=value` (options of that policy).
+fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
+    let (name, opts) = spec.split_once(':').unwrap_or((spec, ""));
+    let pairs = opts
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.trim(), v.trim())
+        })
+        .collect();
+    (name.trim(), pairs)
+}
+
+/// A parsed policy setting, ready to build.
+enum Spec {
+    Linux26,
+    OriginAware(origin_aware::Options),
+}
+
+fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
+    let (name, pairs) = split_spec(spec);
+    let no_options = |name: &str| {
+        if pairs.is_empty() {
+            Ok(())
+        } else {
+            Err(InputError::new(
+                origin,
+                format!("policy '{name}' takes no options"),
+            ))
+        }
+    };
     match name {
-        "linux26" => Ok(Box::new(linux26::Linux26::new(ctx))),
+        "linux26" => no_options(name).map(|()| Spec::Linux26),
+        "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
         _ => {
             let names: Vec<_> = POLICIES.iter().map(|p| p.name).collect();
             Err(InputError::new(
-                "--policy",
+                origin,
                 format!(
                     "unknown policy '{name}'; choose one of {}",
                     names.join(", ")
@@ -210,4 +249,25 @@ pub fn by_name(
             ))
         }
     }
+}
+
+/// Checks a policy setting (`name[:options]`) without building it.
+pub fn validate(origin: &str, spec: &str) -> Result<(), InputError> {
+    parse(origin, spec).map(|_| ())
+}
+
+/// The registered name of a policy setting (`origin-aware:v2=off` → `origin-aware`).
+pub fn base_name(spec: &str) -> &str {
+    split_spec(spec).0
+}
+
+/// Builds a policy from its setting: `name` or `name:key=value,...`.
+pub fn by_name(
+    spec: &str,
+    ctx: &crate::engine::PolicyContext<'_>,
+) -> Result<Box<dyn Policy>, InputError> {
+    Ok(match parse("--policy", spec)? {
+        Spec::Linux26 => Box::new(linux26::Linux26::new(ctx)),
+        Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
+    })
 }

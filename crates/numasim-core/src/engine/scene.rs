@@ -1,0 +1,78 @@
+//! Hand-built simulation states for testing policies (feature `testutils`): put processes on
+//! CPUs with chosen origins, ask a policy for a decision, apply it, read the runqueues.
+
+use super::{EngineConfig, PState, State, View};
+use crate::domains::Domains;
+use crate::machine::{CpuId, Machine};
+use crate::policy::{Attempt, Pid};
+use crate::workload::Workload;
+
+/// A frozen state at one instant.
+pub struct Scene<'a>(State<'a>);
+
+impl<'a> Scene<'a> {
+    /// Every process of `workload` pending, every CPU idle, at time 0.
+    pub fn new(
+        machine: &'a Machine,
+        domains: &'a Domains,
+        workload: &'a Workload,
+        config: &'a EngineConfig,
+    ) -> Self {
+        Self(State::new(machine, domains, workload, config))
+    }
+
+    /// Sets the clock (cache hotness and load averages read it).
+    pub fn at(&mut self, now_ns: u64) -> &mut Self {
+        self.0.now = now_ns;
+        self
+    }
+
+    /// Puts `pid` on `cpu` — running if the CPU runs nothing yet, else at the tail of its
+    /// queue — as a process that first ran on `origin` (its pages on `origin`'s node) and last
+    /// ran at `last_ran_ns`.
+    pub fn put(&mut self, pid: Pid, cpu: CpuId, origin: CpuId, last_ran_ns: u64) -> &mut Self {
+        let s = &mut self.0;
+        let node = s.machine.cpu_node(origin);
+        s.first_touch(pid, node);
+        {
+            let p = &mut s.procs[pid];
+            p.origin_cpu = Some(origin);
+            p.first_run_ns = Some(0);
+            p.last_ran_ns = Some(last_ran_ns);
+        }
+        if s.cpus[cpu].current.is_none() {
+            s.touch_load(cpu);
+            let tgid = s.workload.processes[pid].tgid as usize;
+            *super::entry(&mut s.groups[tgid].on_node, s.machine.cpu_node(cpu), 0) += 1;
+            s.cpus[cpu].current = Some(pid);
+            let p = &mut s.procs[pid];
+            p.state = PState::Running;
+            p.cpu = cpu;
+        } else {
+            s.enqueue(pid, cpu);
+        }
+        self
+    }
+
+    /// What a policy sees.
+    pub fn view(&self) -> View<'_> {
+        self.0.view()
+    }
+
+    /// Checks and applies `attempt` as made by `cpu` (periodic, at `level`); returns the CPUs
+    /// that received processes and how many decisions the engine refused.
+    pub fn apply(&mut self, cpu: CpuId, level: usize, attempt: Attempt) -> (Vec<CpuId>, u64) {
+        let before = self.0.stats.rejected;
+        let got = self.0.apply(Some(cpu), level, 0, attempt);
+        (got, self.0.stats.rejected - before)
+    }
+
+    /// The running process then the queue, in order.
+    pub fn runqueue(&self, cpu: CpuId) -> Vec<Pid> {
+        let c = &self.0.cpus[cpu];
+        c.current
+            .into_iter()
+            .chain(c.queue.iter().copied())
+            .collect()
+    }
+}
