@@ -25,7 +25,7 @@ build: $(STAMP)
 # The headline experiment, with few replications so that it finishes in well under a minute
 # (`numasim reproduce multilevel-altix` alone uses the file's default replications).
 demo: build
-	$(BIN)/numasim reproduce multilevel-altix --replications 5 --out demo-out/multilevel-altix
+	$(BIN)/numasim reproduce origin-aware-m1 --out demo-out/origin-aware-m1
 
 check-rust:
 	cargo fmt --all -- --check

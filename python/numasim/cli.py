@@ -7,6 +7,7 @@ and the problem; warnings go to stderr and do not stop the command.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -231,14 +232,14 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
 
         rows = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress)
     runs = pd.DataFrame(ex.sorted_rows(rows, exp))
-    summary = stats.summarize(runs, confidence)
-    gains = stats.gains(runs, exp, confidence)
+    summary = stats.summarize(runs, confidence, exp.metric)
+    gains = stats.gains(runs, exp, confidence, exp.metric)
     files = report.write_tables(out_dir, runs, summary, gains)
     figures = report.write_figures(out_dir, exp, summary, gains)
     if as_json:
         click.echo(json.dumps(report.json_rows(exp, gains)))
         return
-    click.echo(report.table_text(exp, summary, gains, confidence))
+    click.echo(report.table_text(exp, summary, gains, confidence, runs))
     click.echo()
     click.echo(f"results: {', '.join(str(p) for p in files)}")
     click.echo(f"figures: {', '.join(str(p) for p in figures if p.suffix == '.png')}")
@@ -306,7 +307,9 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
         n = int(ns[0][2:])
     except ValueError:
         raise click.UsageError(f"--workload: '{ns[0]}' is not a process count") from None
-    variants = [p.strip() for p in policies.split(",") if p.strip()]
+    # Commas separate variants and a policy's options: a variant starts with a name followed
+    # by '@', ':', ',' or the end ("origin-aware:v1=off,v2=off@multilevel,linux26").
+    variants = [p.strip() for p in re.split(r",(?=[\w-]+(?:[@:,]|$))", policies) if p.strip()]
     if len(variants) < 2:
         raise click.UsageError("--policies needs a baseline and at least one policy")
     exp = ex.from_dict(

@@ -42,13 +42,26 @@ METRICS = (
     "makespan_ms",
     "migrations",
     "balance_cost_ms",
+    "far_from_origin",
     "far_from_origin_pct",
     "mean_remote_factor",
     "utilisation",
 )
+#: What an experiment's table and figures can report (``metric = ...``), with its label.
+METRIC_LABELS = {
+    "mean_tat_ms": "mean turnaround (ms)",
+    "median_tat_ms": "median turnaround (ms)",
+    "p95_tat_ms": "p95 turnaround (ms)",
+    "makespan_ms": "makespan (ms)",
+    "far_from_origin": "processes far from their origin node",
+    "far_from_origin_pct": "processes far from their origin node (%)",
+    "mean_remote_factor": "mean remote-access factor",
+}
+#: Migration kinds stored per run (``migrations_<kind>``).
+KIND_COLUMNS = ("pull", "push", "exchange", "idle", "active")
 _ALLOWED = {
     "name", "title", "source", "machines", "workload", "sweep", "baseline", "policies",
-    "replications", "confidence", "seed", "notes",
+    "replications", "confidence", "seed", "notes", "metric",
 }  # fmt: skip
 
 
@@ -82,6 +95,8 @@ class Experiment:
     seed: int
     notes: str = ""
     origin: str = "experiment"
+    #: The metric of the table, the gains and the figures (a key of METRIC_LABELS).
+    metric: str = "mean_tat_ms"
 
     @property
     def variants(self) -> list[Variant]:
@@ -173,6 +188,9 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     confidence = data.get("confidence", 0.95)
     if not isinstance(confidence, float) or not 0.5 <= confidence < 1:
         raise InputError(f"{origin}: confidence must be a number in [0.5, 1), e.g. 0.95")
+    metric = data.get("metric", "mean_tat_ms")
+    if metric not in METRIC_LABELS:
+        raise InputError(f"{origin}: metric must be one of {', '.join(METRIC_LABELS)}")
     policies = need("policies", list)
     if not policies:
         raise InputError(f"{origin}: key 'policies' is empty")
@@ -190,6 +208,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         seed=need("seed", int),
         notes=data.get("notes", ""),
         origin=origin,
+        metric=metric,
     )
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
@@ -233,6 +252,12 @@ def run_batch(
                    "replication": r, "seed": seed}  # fmt: skip
             for key in METRICS:
                 row[key] = s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
+            kinds = dict(s["migrations_by_kind"])
+            for kind in KIND_COLUMNS:
+                row[f"migrations_{kind}"] = kinds[kind]
+            # Far-from-origin processes by the distance of the node where they ran most.
+            for d, count in zip(s["mals"][1:], s["far_by_level"][1:], strict=True):
+                row[f"far_at_{d}"] = count
             rows.append(row)
     return rows
 

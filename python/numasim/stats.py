@@ -54,7 +54,15 @@ def gains(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = 
             p = g[g["policy"] == v.label].set_index("replication")[metric]
             common = b.index.intersection(p.index)
             bb, pp = b.loc[common].to_numpy(), p.loc[common].to_numpy()
-            gain, _, half = t_interval((bb - pp) / bb * 100, confidence)
+            if metric.endswith("_ms"):
+                # Times: the mean of the per-replication gains (each paired on one workload).
+                gain, _, half = t_interval((bb - pp) / bb * 100, confidence)
+            else:
+                # Counts and factors may be 0 in a replication: the paired mean difference,
+                # relative to the baseline mean.
+                diff, _, half = t_interval(bb - pp, confidence)
+                scale = 100 / bb.mean() if bb.mean() else math.nan
+                gain, half = diff * scale, half * scale
             out.append({"machine": machine, "workload": workload, "n": int(n), "baseline": base,
                         "policy": v.label, "baseline_tat_ms": float(bb.mean()),
                         "policy_tat_ms": float(pp.mean()), "gain_pct": gain,
