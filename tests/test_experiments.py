@@ -51,8 +51,9 @@ def test_reproduce_json_shape_table_and_files(run, tmp_path):
     r = run("reproduce", tiny(tmp_path), "--out", out, "--jobs", "1", "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert list(data) == ["experiment", "rows"]
+    assert list(data) == ["experiment", "metric", "rows"]
     assert data["experiment"] == "tiny"
+    assert data["metric"] == "mean_tat_ms"
     assert len(data["rows"]) == 4  # 2 n × 2 policies
     row = data["rows"][0]
     assert list(row) == ["machine", "workload", "n", "baseline", "policy", "baseline_tat_ms",
@@ -175,10 +176,26 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
     [
         (
             ("seed = 7", "seed = 7\ncolour = 1"),
-            "unknown key 'colour'; allowed: baseline, confidence, machines, name, notes, policies, "
-            "replications, seed, source, sweep, title, workload",
+            "unknown key 'colour'; allowed: baseline, confidence, machines, metric, name, notes, "
+            "policies, replications, seed, source, sweep, title, workload",
         ),
-        (('"linux26@flat"', '"cfs@flat"'), "unknown policy 'cfs'; choose one of linux26, origin-aware"),
+        (
+            ('"linux26@flat"', '"cfs@flat"'),
+            "unknown policy 'cfs'; choose one of linux26, origin-aware",
+        ),
+        (
+            ('"linux26@flat"', '"origin-aware:v3=on@flat"'),
+            "unknown origin-aware option 'v3'; choose from v1, v2, min-load, nearest",
+        ),
+        (
+            ('"linux26@flat"', '"linux26:v1=off@flat"'),
+            "policy 'linux26' takes no options",
+        ),
+        (
+            ("seed = 7", "seed = 7\nmetric = 'speed'"),
+            "metric must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
+            "far_from_origin, far_from_origin_pct, mean_remote_factor",
+        ),
         (
             ('"linux26@flat"', '"linux26@three-level"'),
             "unknown domain builder 'three-level'; choose one of flat, node-only, two-level, "
@@ -245,3 +262,54 @@ def test_compare(run, tmp_path):
     assert (bad.code, bad.err) == (
         2, "numasim: error: --workload must give the process count once, e.g. n=200,kind=cpu\n"
     )  # fmt: skip
+
+
+FAR = """
+name = "far"
+title = "far from origin, with and without SI-LB's variants"
+machines = ["mehta-m3"]
+baseline = "linux26@multilevel"
+policies = ["origin-aware:v1=off,v2=off", "origin-aware"]
+metric = "far_from_origin"
+replications = {reps}
+seed = 3
+
+[[workload]]
+name = "cpu"
+spec = "kind=cpu,exec=200,arrival=random"
+
+[sweep]
+n = [100]
+"""
+
+
+def test_far_from_origin_experiment_reports_counts_by_level(run, tmp_path):
+    out = tmp_path / "far"
+    r = run("reproduce", tiny(tmp_path, 5, FAR), "--out", out, "--jobs", "1")
+    assert r.code == 0, r.err
+    assert "processes far from their origin node and paired reduction" in r.out
+    assert "reduction %" in r.out
+    # The breakdown has one column per remote distance of mehta-m3 (20 and 30) and one row per
+    # variant; its cells are the per-run means of the stored counts.
+    runs = pd.read_csv(out / "runs.csv")
+    assert {"far_at_20", "far_at_30", "migrations_push", "migrations_exchange"} <= set(runs)
+    assert (runs.far_at_20 + runs.far_at_30 == runs.far_from_origin).all()
+    base = runs[runs.policy == "linux26@multilevel"]
+    assert (base.migrations_push == 0).all() and (base.migrations_exchange == 0).all()
+    lines = r.out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[-2:] == ["20", "30"])
+    for label, line in zip(["linux26@multilevel", "origin-aware:v1=off,v2=off", "origin-aware"],
+                           lines[head + 1 : head + 4], strict=True):  # fmt: skip
+        cells = line.split()
+        assert cells[:2] == ["100", label]
+        mine = runs[runs.policy == label]
+        assert cells[2:] == [f"{mine.far_at_20.mean():.1f}", f"{mine.far_at_30.mean():.1f}"]
+
+
+def test_compare_takes_policy_options(run, tmp_path):
+    r = run("compare", "--machine", "mehta-m3", "--workload", "n=40,kind=cpu,exec=50",
+            "--policies", "linux26@multilevel,origin-aware:v1=off,v2=off,origin-aware@multilevel",
+            "--replications", "3", "--jobs", "1", "--out", tmp_path / "c", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    policies = [row["policy"] for row in json.loads(r.out)["rows"]]
+    assert policies == ["origin-aware:v1=off,v2=off", "origin-aware@multilevel"]
