@@ -181,7 +181,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),
-            "unknown policy 'cfs'; choose one of linux26, origin-aware",
+            "unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware",
         ),
         (
             ('"linux26@flat"', '"origin-aware:v3=on@flat"'),

@@ -252,6 +252,9 @@ def run_batch(
                    "replication": r, "seed": seed}  # fmt: skip
             for key in METRICS:
                 row[key] = s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
+            row["migrations_between_classes"] = s["migrations_between_classes"]
+            row["idle_balances_fast"] = s["balance"]["idle_fast"]
+            row["idle_balances_slow"] = s["balance"]["idle_slow"]
             kinds = dict(s["migrations_by_kind"])
             for kind in KIND_COLUMNS:
                 row[f"migrations_{kind}"] = kinds[kind]

@@ -121,4 +121,12 @@ def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
         f"far from origin  {s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
         f"by level {far_levels or '-'}",
     ]
+    procs = result.processes
+    if (procs["fast_cpu_ms"] > 0).any():  # a machine with speed cores
+        lines.append(
+            f"core classes fast {procs['fast_cpu_ms'].sum():.1f} ms, slow "
+            f"{procs['slow_cpu_ms'].sum():.1f} ms of CPU time; idle balancing fast "
+            f"{b['idle_fast']}, slow {b['idle_slow']}; migrations between classes "
+            f"{s['migrations_between_classes']}"
+        )
     return "\n".join(lines)

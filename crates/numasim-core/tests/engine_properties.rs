@@ -11,8 +11,9 @@ use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 4] = [
+const POLICIES: [&str; 5] = [
     "linux26",
+    "capability-aware",
     "origin-aware",
     "origin-aware:v1=off,nearest=move",
     "origin-aware:v2=off,min-load=1.5",
@@ -40,15 +41,21 @@ fn run(m: &Machine, b: Builder, policy: &str, spec: &str, seed: u64, trace: bool
 
 fn machine() -> impl Strategy<Value = Machine> {
     (1usize..5, 1usize..4).prop_flat_map(|(n, cpn)| {
-        proptest::collection::vec(11u32..=60, n * (n - 1) / 2).prop_map(move |upper| {
-            let mut rows = vec![vec![10u32; n]; n];
-            let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
-            for ((i, j), v) in pairs.zip(upper) {
-                rows[i][j] = v;
-                rows[j][i] = v;
-            }
-            testutils::machine(&rows, cpn)
-        })
+        (
+            proptest::collection::vec(11u32..=60, n * (n - 1) / 2),
+            // Some machines asymmetric: each CPU at speed 1 or 2.
+            proptest::collection::vec(proptest::bool::weighted(0.3), n * cpn),
+        )
+            .prop_map(move |(upper, fast)| {
+                let mut rows = vec![vec![10u32; n]; n];
+                let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+                for ((i, j), v) in pairs.zip(upper) {
+                    rows[i][j] = v;
+                    rows[j][i] = v;
+                }
+                let speeds = fast.iter().map(|&f| if f { 2.0 } else { 1.0 }).collect();
+                testutils::machine_with_speeds(&rows, cpn, speeds)
+            })
     })
 }
 

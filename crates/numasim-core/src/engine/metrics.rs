@@ -52,6 +52,8 @@ pub struct ProcResult {
     pub migrations_by_kind: Vec<u32>,
     /// Indexed by memory access level of the move's distance (0 = inside a node).
     pub migrations_by_level: Vec<u32>,
+    /// Migrations between CPUs of different speeds (fast ↔ slow).
+    pub class_migrations: u32,
     /// `(node, ms)` for each node it ran on, in the order first visited.
     pub cpu_ms_by_node: Vec<(usize, f64)>,
 }
@@ -71,6 +73,12 @@ pub struct BalanceSummary {
     pub cost_ms: f64,
     /// Decisions the engine refused (a policy bug if ever non-zero).
     pub rejected: u64,
+    /// Per CPU: balancing attempts made while it had nothing to run (newly idle, or periodic
+    /// on an idle CPU).
+    pub idle_per_cpu: Vec<u64>,
+    /// The same, summed over fast CPUs (speed > 1) and over the others.
+    pub idle_fast: u64,
+    pub idle_slow: u64,
 }
 
 /// What the run as a whole did.
@@ -88,6 +96,8 @@ pub struct Summary {
     pub migrations: u64,
     pub migrations_by_kind: Vec<(String, u64)>,
     pub migrations_by_level: Vec<u64>,
+    /// Migrations between CPUs of different speeds.
+    pub migrations_between_classes: u64,
     pub balance: BalanceSummary,
     pub memory_ms: f64,
     pub mean_remote_factor: f64,
@@ -182,6 +192,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 migrations: p.migrations_by_kind.iter().sum(),
                 migrations_by_kind: p.migrations_by_kind.to_vec(),
                 migrations_by_level: p.migrations_by_level.clone(),
+                class_migrations: p.class_migrations,
                 cpu_ms_by_node: p
                     .run_ns_by_node
                     .iter()
@@ -257,6 +268,10 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
             .map(|(k, v)| (k.name().to_string(), *v))
             .collect(),
         migrations_by_level: by_level,
+        migrations_between_classes: processes
+            .iter()
+            .map(|p| u64::from(p.class_migrations))
+            .sum(),
         balance: BalanceSummary {
             periodic: pad(&st.invocations[0]),
             newidle: pad(&st.invocations[1]),
@@ -268,6 +283,15 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
             moved_other: pad(&st.moved[3]),
             cost_ms: ms(st.cost_ns),
             rejected: st.rejected,
+            idle_per_cpu: st.idle_attempts.clone(),
+            idle_fast: (0..m.cpus())
+                .filter(|&c| m.speed(c) > 1.0)
+                .map(|c| st.idle_attempts[c])
+                .sum(),
+            idle_slow: (0..m.cpus())
+                .filter(|&c| m.speed(c) <= 1.0)
+                .map(|c| st.idle_attempts[c])
+                .sum(),
         },
         memory_ms: processes.iter().map(|p| p.memory_ms).sum(),
         mean_remote_factor: if total_cpu > 0.0 {

@@ -208,6 +208,8 @@ struct ProcState {
     refill_ns: u64,
     migrations_by_kind: [u32; MigrationKind::ALL.len()],
     migrations_by_level: Vec<u32>,
+    /// Migrations between CPUs of different speeds.
+    class_migrations: u32,
     remote_weighted_ns: f64,
     mem_time_ns: f64,
     io_wait_ns: u64,
@@ -369,6 +371,8 @@ struct BalanceStats {
     moved: [Vec<u64>; 4],
     cost_ns: u64,
     rejected: u64,
+    /// Per CPU: attempts made while it had nothing to run (newly idle, or periodic when idle).
+    idle_attempts: Vec<u64>,
 }
 
 struct State<'a> {
@@ -389,6 +393,8 @@ struct State<'a> {
     trace_events: TraceEvents,
     events_processed: u64,
     held: std::collections::BTreeSet<Pid>,
+    /// CPUs whose running process a decision moved away: they pick their next one.
+    vacated: Vec<CpuId>,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -654,10 +660,12 @@ impl<'a> State<'a> {
                 .distance(self.machine.cpu_node(from), self.machine.cpu_node(to));
             self.config.refill_per_distance_ns * u64::from(d)
         };
+        let cross = self.machine.speed(from) != self.machine.speed(to);
         let p = &mut self.procs[pid];
         p.migrations_by_kind[kind as usize] += 1;
         p.migrations_by_level[level] += 1;
         p.refill_pending_ns += refill;
+        p.class_migrations += u32::from(cross);
     }
 
     /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received
@@ -670,6 +678,11 @@ impl<'a> State<'a> {
         attempt: Attempt,
     ) -> Vec<CpuId> {
         let mut touched = Vec::new();
+        if let Some(c) = cpu {
+            if slot == 1 || (slot == 0 && self.cpus[c].current.is_none()) {
+                self.stats.idle_attempts[c] += 1;
+            }
+        }
         for &(pid, to) in &attempt.places {
             if to >= self.cpus.len() || !self.held.remove(&pid) {
                 self.stats.rejected += 1;
@@ -679,23 +692,29 @@ impl<'a> State<'a> {
             touched.push(to);
         }
         for mv in &attempt.moves {
-            let ok = mv.from < self.cpus.len()
-                && mv.to < self.cpus.len()
-                && mv.from != mv.to
+            let valid = mv.from < self.cpus.len() && mv.to < self.cpus.len() && mv.from != mv.to;
+            let queued = valid
                 && self
                     .procs
                     .get(mv.pid)
                     .is_some_and(|p| p.state == PState::Runnable && p.cpu == mv.from)
                 && self.cpus[mv.from].queue.contains(&mv.pid);
-            if !ok {
+            // The running process may move too (preempted, as by a migration thread).
+            let running = valid && self.cpus[mv.from].current == Some(mv.pid);
+            if !queued && !running {
                 self.stats.rejected += 1;
                 continue;
             }
-            self.touch_load(mv.from);
-            let q = &mut self.cpus[mv.from].queue;
-            let at = q.iter().position(|&p| p == mv.pid).expect("checked");
-            q.remove(at);
-            self.trace_rq(mv.from);
+            if running {
+                self.take_current(mv.from);
+                self.vacated.push(mv.from);
+            } else {
+                self.touch_load(mv.from);
+                let q = &mut self.cpus[mv.from].queue;
+                let at = q.iter().position(|&p| p == mv.pid).expect("checked");
+                q.remove(at);
+                self.trace_rq(mv.from);
+            }
             self.leave_node(mv.pid, mv.from);
             self.enqueue(mv.pid, mv.to);
             self.record_migration(mv.pid, mv.from, mv.to, mv.kind);
@@ -784,6 +803,7 @@ impl<'a> State<'a> {
                 refill_ns: 0,
                 migrations_by_kind: [0; MigrationKind::ALL.len()],
                 migrations_by_level: vec![0; mals.len()],
+                class_migrations: 0,
                 remote_weighted_ns: 0.0,
                 mem_time_ns: 0.0,
                 io_wait_ns: 0,
@@ -805,11 +825,15 @@ impl<'a> State<'a> {
             groups,
             mals,
             done: 0,
-            stats: BalanceStats::default(),
+            stats: BalanceStats {
+                idle_attempts: vec![0; machine.cpus()],
+                ..BalanceStats::default()
+            },
             trace: Vec::new(),
             trace_events: TraceEvents::default(),
             events_processed: 0,
             held: std::collections::BTreeSet::new(),
+            vacated: Vec::new(),
         }
     }
 }
@@ -829,17 +853,22 @@ pub fn run(
             "tick and timeslice must be positive",
         ));
     }
-    let n = workload.processes.len();
     let mut s = State::new(machine, domains, workload, config);
     for p in &workload.processes {
         s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
     }
-    for cpu in 0..machine.cpus() {
+    drive(s, policy)
+}
+
+/// Runs the event loop from `s` until every process has completed.
+fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
+    let n = s.workload.processes.len();
+    for cpu in 0..s.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
     let global_period = policy.global_period_ns().filter(|&p| p > 0);
     if let Some(period) = global_period {
-        s.push(period, Event::Global);
+        s.push(s.now + period, Event::Global);
     }
     while s.done < n {
         let Some(Reverse((t, _, ev))) = s.events.pop() else {
@@ -1047,10 +1076,17 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     refresh_balance_timer(s, policy, cpu);
 }
 
-/// CPUs that received processes start running them if they were idle.
+/// CPUs that received processes start running them if they were idle; CPUs whose running
+/// process was moved away run their next one (or idle, with the idle balancing interval).
 fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
     for &cpu in received {
         become_busy(s, policy, cpu);
+    }
+    while let Some(cpu) = s.vacated.pop() {
+        s.dispatch(policy, cpu);
+        if s.cpus[cpu].current.is_none() {
+            refresh_balance_timer(s, policy, cpu);
+        }
     }
 }
 

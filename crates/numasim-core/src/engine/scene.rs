@@ -1,10 +1,11 @@
 //! Hand-built simulation states for testing policies (feature `testutils`): put processes on
 //! CPUs with chosen origins, ask a policy for a decision, apply it, read the runqueues.
 
-use super::{EngineConfig, PState, State, View};
+use super::{EngineConfig, Event, PState, RunResult, State, View};
 use crate::domains::Domains;
+use crate::error::Result;
 use crate::machine::{CpuId, Machine};
-use crate::policy::{Attempt, Pid};
+use crate::policy::{Attempt, Pid, Policy};
 use crate::workload::Workload;
 
 /// A frozen state at one instant.
@@ -34,6 +35,7 @@ impl<'a> Scene<'a> {
         let s = &mut self.0;
         let node = s.machine.cpu_node(origin);
         s.first_touch(pid, node);
+        super::next_burst(s, pid);
         {
             let p = &mut s.procs[pid];
             p.origin_cpu = Some(origin);
@@ -42,6 +44,7 @@ impl<'a> Scene<'a> {
         }
         if s.cpus[cpu].current.is_none() {
             s.touch_load(cpu);
+            s.cpus[cpu].acct_ns = s.now;
             let tgid = s.workload.processes[pid].tgid as usize;
             *super::entry(&mut s.groups[tgid].on_node, s.machine.cpu_node(cpu), 0) += 1;
             s.cpus[cpu].current = Some(pid);
@@ -74,5 +77,26 @@ impl<'a> Scene<'a> {
             .into_iter()
             .chain(c.queue.iter().copied())
             .collect()
+    }
+
+    /// Runs the simulation on from this state with `policy` until every process has completed
+    /// (processes never put arrive at their arrival time, or now if that has passed).
+    pub fn finish(self, policy: &mut dyn Policy) -> Result<RunResult> {
+        let mut s = self.0;
+        s.vacated.clear();
+        for cpu in 0..s.cpus.len() {
+            if s.cpus[cpu].current.is_some() {
+                s.schedule_milestone(cpu);
+            } else {
+                s.dispatch(policy, cpu); // CPUs that received processes in `apply`
+            }
+        }
+        for pid in 0..s.procs.len() {
+            if s.procs[pid].state == PState::Pending {
+                let t = s.workload.processes[pid].arrival_ns.max(s.now);
+                s.push(t, Event::Arrive(pid));
+            }
+        }
+        super::drive(s, policy)
     }
 }

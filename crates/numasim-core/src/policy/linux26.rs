@@ -39,7 +39,7 @@
 //! one (it sees the same state); migrations by a CPU balancing while idle are counted as `idle`,
 //! by a busy one as `pull`.
 
-use crate::domains::{sd, Level};
+use crate::domains::{sd, Level, LevelParams};
 use crate::engine::{PolicyContext, View, NICE_0_LOAD};
 use crate::machine::CpuId;
 use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
@@ -107,6 +107,18 @@ impl Linux26 {
     pub fn with_task_rank(mut self, rank: TaskRank) -> Self {
         self.rank = Some(rank);
         self
+    }
+
+    /// The interval rule of `load_balance` for a policy that balances in linux26's cycles:
+    /// balanced (nothing to move) doubles the level's interval up to its maximum, anything
+    /// moved resets it to the minimum.
+    pub fn record_outcome(&mut self, cpu: CpuId, level: usize, params: &LevelParams, moved: bool) {
+        let st = &mut self.sd[cpu][level];
+        if moved {
+            st.balance_interval_ms = params.min_interval_ms.max(1);
+        } else if st.balance_interval_ms < params.max_interval_ms {
+            st.balance_interval_ms *= 2;
+        }
     }
 
     /// Whether periodic balancing of `level` is due on `cpu` now; if so, the interval is used

@@ -21,6 +21,7 @@
 //! sharing (§6.6) holds a process (placement `None`) until an attempt's `places` gives it a
 //! processor, typically from `cpu_idle`; user-space balancers (§6.7) get `global_balance`.
 
+pub mod capability_aware;
 pub mod linux26;
 pub mod origin_aware;
 
@@ -186,7 +187,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 2] = [
+pub const POLICIES: [PolicyInfo; 3] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -200,6 +201,14 @@ pub const POLICIES: [PolicyInfo; 2] = [
         reference: "Mehta & Kanungo, Origin Aware Dynamic Load Balancing Algorithm for NUMA \
                     Multiprocessor Systems, IJETT 73(2), 2025",
         default_domains: "multilevel",
+    },
+    PolicyInfo {
+        name: "capability-aware",
+        description: "speed-weighted loads on fast/slow cores: moves in proportion to speed, \
+                      CPU-bound work to speed cores, free speed cores balance, threads on one class",
+        reference: "Mehta & Kanungo, capability-aware load balancing for asymmetric multicore \
+                    (AMC) systems",
+        default_domains: "two-level",
     },
 ];
 
@@ -221,6 +230,7 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
 enum Spec {
     Linux26,
     OriginAware(origin_aware::Options),
+    CapabilityAware,
 }
 
 fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
@@ -238,6 +248,7 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
     match name {
         "linux26" => no_options(name).map(|()| Spec::Linux26),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
+        "capability-aware" => no_options(name).map(|()| Spec::CapabilityAware),
         _ => {
             let names: Vec<_> = POLICIES.iter().map(|p| p.name).collect();
             Err(InputError::new(
@@ -269,5 +280,6 @@ pub fn by_name(
     Ok(match parse("--policy", spec)? {
         Spec::Linux26 => Box::new(linux26::Linux26::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
+        Spec::CapabilityAware => Box::new(capability_aware::CapabilityAware::new(ctx)),
     })
 }

@@ -1,0 +1,321 @@
+//! `capability-aware`: Mehta & Kanungo's load balancing for asymmetric multicore machines with
+//! speed cores (speed > 1) and normal cores (SPEC §6.3). The baseline is `linux26`, which counts
+//! every core alike.
+//!
+//! ```text
+//!   load(c)  = nr_running(c) / speed(c)          (a speed core's load counts half at speed 2)
+//!   regime   = few   if runnable tasks ≤ speed cores (machine-wide), else many
+//!   timers   = linux26's per-level intervals, busy_factor and back-off (rule 6)
+//! ```
+//!
+//! 1. Placement (fork, exec and wake-up): the CPU with the least load after placement,
+//!    `(nr_running + 1) / speed`; ties go to a speed core, then to the parent's (or previous)
+//!    CPU, then to the lowest id. A thread whose group already has a class (2.) is placed on
+//!    that class only.
+//! 2. Threads of one process stay on cores of one speed: the first placed thread of a
+//!    multithreaded group fixes the group's class (speed cores win ties, so speed cores are
+//!    used where they are least loaded); no balancing step moves its threads across classes.
+//! 3. When a speed core is idle, normal cores do no balancing: the free speed cores do it.
+//! 4. Regime *few* (tasks ≤ speed cores): normal cores never pull; a normal core pushes all its
+//!    tasks (the running one too) to free speed cores, one each, nearest level first; a free
+//!    speed core pulls all tasks of the busiest normal core in the level's span. Speed cores
+//!    balance among themselves as in 5.
+//! 5. Otherwise, at each level (linux26's domains and intervals): the busiest group by
+//!    `Σ nr_running / Σ speed`, if it exceeds this group's by `imbalance_pct`; in it the CPU b
+//!    with the highest load; k = ⌊(n_b·s_c − n_c·s_b) / (s_b + s_c)⌋ tasks move to this CPU c,
+//!    which equalises the loads in proportion to speed (a speed core takes twice the tasks);
+//!    if k = 0, one task moves when that lowers the larger of the two loads. Candidates are the
+//!    queued tasks (tail first, as the kernel) — and b's running task when c is a free speed
+//!    core and b a normal one. A speed core pulling from a normal core takes CPU-bound tasks
+//!    first; a normal core pulling from a speed core takes IO-bound ones first.
+//! 6. Newly-idle balancing runs on the levels with `SD_BALANCE_NEWIDLE`, as in linux26; a
+//!    periodic attempt that moved nothing doubles the level's interval (up to its maximum), one
+//!    that moved resets it (linux26's back-off).
+//!    Costs: runqueues examined (the level's span, the busiest group), tasks examined, one
+//!    extra lock per pulling attempt that moves something and per pushed task.
+//!
+//! Decisions where the paper is open are listed in docs/policies/capability-aware.md.
+
+use std::collections::BTreeMap;
+
+use crate::domains::sd;
+use crate::engine::{PolicyContext, View};
+use crate::machine::CpuId;
+use crate::policy::linux26::Linux26;
+use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::workload::Kind;
+
+/// The capability-aware balancer.
+pub struct CapabilityAware {
+    timers: Linux26,
+    fast: Vec<bool>,
+    speed_cores: usize,
+    /// Core class (fast?) of each multithreaded group, fixed by its first placed thread.
+    group_fast: BTreeMap<usize, bool>,
+}
+
+fn load(v: &View<'_>, c: CpuId, extra: i64) -> f64 {
+    (v.nr_running(c) as i64 + extra) as f64 / v.machine.speed(c)
+}
+
+impl CapabilityAware {
+    pub fn new(ctx: &PolicyContext<'_>) -> Self {
+        let fast: Vec<bool> = (0..ctx.machine.cpus())
+            .map(|c| ctx.machine.speed(c) > 1.0)
+            .collect();
+        Self {
+            timers: Linux26::new(ctx),
+            speed_cores: fast.iter().filter(|&&f| f).count(),
+            fast,
+            group_fast: BTreeMap::new(),
+        }
+    }
+
+    /// The class a thread of `pid`'s group must stay in, if any.
+    fn class_of(&self, v: &View<'_>, pid: Pid) -> Option<bool> {
+        let tgid = v.proc(pid).tgid;
+        self.group_fast.get(&tgid).copied()
+    }
+
+    /// Whether `pid` may move from `from` to `to` (rule 2).
+    fn may_cross(&self, v: &View<'_>, pid: Pid, to: CpuId) -> bool {
+        self.class_of(v, pid).is_none_or(|f| f == self.fast[to])
+    }
+
+    /// Rule 1.
+    fn place(&mut self, v: &View<'_>, pid: Pid, near: CpuId) -> CpuId {
+        let class = self.class_of(v, pid);
+        let best = (0..v.machine.cpus())
+            .filter(|&c| class.is_none_or(|f| f == self.fast[c]))
+            .min_by(|&a, &b| {
+                load(v, a, 1)
+                    .total_cmp(&load(v, b, 1))
+                    .then(self.fast[b].cmp(&self.fast[a]))
+                    .then((b == near).cmp(&(a == near)))
+                    .then(a.cmp(&b))
+            })
+            .unwrap_or(near);
+        let tgid = v.proc(pid).tgid;
+        if class.is_none() && v.group_threads(tgid) > 1 {
+            self.group_fast.insert(tgid, self.fast[best]);
+        }
+        best
+    }
+
+    fn few_tasks(&self, v: &View<'_>) -> bool {
+        let tasks: usize = (0..v.machine.cpus()).map(|c| v.nr_running(c)).sum();
+        self.speed_cores > 0 && tasks <= self.speed_cores
+    }
+
+    /// The tasks of `b` in the order a puller on `c` takes them (rule 5), running one last.
+    fn candidates(&self, v: &View<'_>, c: CpuId, b: CpuId, with_running: bool) -> Vec<Pid> {
+        let mut out: Vec<Pid> = v.queued(b).rev().collect();
+        let prefer = match (self.fast[c], self.fast[b]) {
+            (true, false) => Some(Kind::Cpu),
+            (false, true) => Some(Kind::Io),
+            _ => None,
+        };
+        if let Some(kind) = prefer {
+            out.sort_by_key(|&p| v.proc(p).kind != kind); // stable
+        }
+        if with_running {
+            out.extend(v.current(b));
+        }
+        out
+    }
+
+    /// Rule 4 for a normal core: push every task to a free speed core of the level's span.
+    fn push_all(&self, v: &View<'_>, c: CpuId, level: usize, out: &mut Attempt) {
+        let span = &v.domains.cpus[c][level].span;
+        let mut free: Vec<CpuId> = span
+            .iter()
+            .filter(|&t| self.fast[t] && v.nr_running(t) == 0)
+            .collect();
+        free.reverse(); // pop() hands out the lowest id first
+        out.rqs_examined += span.len() as u32;
+        let tasks: Vec<Pid> = v.queued(c).rev().chain(v.current(c)).collect();
+        for pid in tasks {
+            out.tasks_examined += 1;
+            if !self.may_cross(v, pid, free.last().copied().unwrap_or(c)) {
+                continue;
+            }
+            let Some(t) = free.pop() else { break };
+            out.locks += 1;
+            out.moves.push(Move {
+                pid,
+                from: c,
+                to: t,
+                kind: MigrationKind::Push,
+            });
+        }
+    }
+
+    /// Rule 4 for a free speed core: pull everything from the busiest normal core of the span.
+    fn pull_all(&self, v: &View<'_>, c: CpuId, level: usize, out: &mut Attempt) {
+        let span = &v.domains.cpus[c][level].span;
+        out.rqs_examined += span.len() as u32;
+        let busiest = span
+            .iter()
+            .filter(|&t| !self.fast[t] && v.nr_running(t) > 0)
+            .max_by_key(|&t| (v.nr_running(t), std::cmp::Reverse(t)));
+        let Some(b) = busiest else { return };
+        out.locks += 1;
+        for pid in self.candidates(v, c, b, true) {
+            out.tasks_examined += 1;
+            if self.may_cross(v, pid, c) {
+                out.moves.push(Move {
+                    pid,
+                    from: b,
+                    to: c,
+                    kind: MigrationKind::Idle,
+                });
+            }
+        }
+    }
+
+    /// Rule 5 at one level.
+    fn pull_weighted(&self, v: &View<'_>, c: CpuId, level: usize, out: &mut Attempt) {
+        let lv = &v.domains.cpus[c][level];
+        out.rqs_examined += lv.span.len() as u32;
+        let group_load = |g: &crate::domains::Group| {
+            let n: usize = g.span.iter().map(|t| v.nr_running(t)).sum();
+            let s: f64 = g.span.iter().map(|t| v.machine.speed(t)).sum();
+            n as f64 / s
+        };
+        let mut this = 0.0;
+        let mut busiest: Option<(usize, f64)> = None;
+        for (gi, g) in lv.groups.iter().enumerate() {
+            let l = group_load(g);
+            if g.span.contains(c) {
+                this = l;
+            } else if busiest.is_none_or(|(_, m)| l > m) {
+                busiest = Some((gi, l));
+            }
+        }
+        let Some((gi, max)) = busiest else { return };
+        if max <= 0.0 || 100.0 * max <= f64::from(lv.params.imbalance_pct) * this {
+            return;
+        }
+        let group = &lv.groups[gi];
+        out.rqs_examined += group.span.len() as u32;
+        let Some(b) = group
+            .span
+            .iter()
+            .filter(|&t| v.nr_running(t) > 0)
+            .max_by(|&x, &y| load(v, x, 0).total_cmp(&load(v, y, 0)).then(y.cmp(&x)))
+        else {
+            return;
+        };
+        let (nb, sb) = (v.nr_running(b) as f64, v.machine.speed(b));
+        let (nc, sc) = (v.nr_running(c) as f64, v.machine.speed(c));
+        let mut k = ((nb * sc - nc * sb) / (sb + sc)).floor().max(0.0) as usize;
+        if k == 0 && ((nb - 1.0) / sb).max((nc + 1.0) / sc) < nb / sb {
+            k = 1;
+        }
+        if k == 0 {
+            return;
+        }
+        let idle = v.idle(c);
+        let with_running = idle && self.fast[c] && !self.fast[b];
+        let kind = if idle {
+            MigrationKind::Idle
+        } else {
+            MigrationKind::Pull
+        };
+        for pid in self.candidates(v, c, b, with_running) {
+            if out.moves.len() >= k {
+                break;
+            }
+            out.tasks_examined += 1;
+            if self.may_cross(v, pid, c) {
+                out.moves.push(Move {
+                    pid,
+                    from: b,
+                    to: c,
+                    kind,
+                });
+            }
+        }
+        if !out.moves.is_empty() {
+            out.locks += 1;
+        }
+    }
+}
+
+impl Policy for CapabilityAware {
+    fn name(&self) -> &'static str {
+        "capability-aware"
+    }
+
+    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
+        Some(self.place(view, pid, spawn_cpu))
+    }
+
+    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
+        Some(self.place(view, pid, prev_cpu))
+    }
+
+    fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
+        self.timers.next_periodic_ns(view, cpu)
+    }
+
+    fn balance(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        let attempt = self.decide(view, cpu, level, kind)?;
+        if kind == BalanceKind::Periodic {
+            let params = &view.domains.cpus[cpu][level].params;
+            let moved = !attempt.moves.is_empty();
+            self.timers.record_outcome(cpu, level, params, moved);
+        }
+        Some(attempt)
+    }
+}
+
+impl CapabilityAware {
+    /// Rules 3 to 6 for one attempt.
+    fn decide(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        let flags = view.domains.cpus[cpu][level].params.flags;
+        match kind {
+            BalanceKind::NewIdle if flags & sd::BALANCE_NEWIDLE == 0 => return None,
+            BalanceKind::NewIdle => {}
+            BalanceKind::Periodic => {
+                if !self.timers.take_due(view, cpu, level) {
+                    return None;
+                }
+            }
+        }
+        let speed_core_free = (0..view.machine.cpus()).any(|c| self.fast[c] && view.idle(c));
+        if !self.fast[cpu] && speed_core_free && !self.few_tasks(view) {
+            return None; // rule 3
+        }
+        let mut out = Attempt::default();
+        if self.few_tasks(view) {
+            if !self.fast[cpu] {
+                if speed_core_free && !view.idle(cpu) {
+                    self.push_all(view, cpu, level, &mut out);
+                    return Some(out);
+                }
+                return None;
+            }
+            if view.idle(cpu) {
+                self.pull_all(view, cpu, level, &mut out);
+                if !out.moves.is_empty() {
+                    return Some(out);
+                }
+            }
+        }
+        self.pull_weighted(view, cpu, level, &mut out);
+        Some(out)
+    }
+}
