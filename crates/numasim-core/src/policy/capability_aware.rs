@@ -9,8 +9,9 @@
 //! ```
 //!
 //! 1. Placement (fork, exec and wake-up): the CPU with the least load after placement,
-//!    `(nr_running + 1) / speed`; ties go to a speed core, then to the parent's (or previous)
-//!    CPU, then to the lowest id. A thread whose group already has a class (2.) is placed on
+//!    `(nr_running + 1) / speed`; ties go to the CPU with fewer tasks (an idle core before a
+//!    shared faster one), then to a speed core, then to the parent's (or previous) CPU, then to
+//!    the lowest id. A thread whose group already has a class (2.) is placed on
 //!    that class only.
 //! 2. Threads of one process stay on cores of one speed: the first placed thread of a
 //!    multithreaded group fixes the group's class (speed cores win ties, so speed cores are
@@ -24,7 +25,8 @@
 //!    `Σ nr_running / Σ speed`, if it exceeds this group's by `imbalance_pct`; in it the CPU b
 //!    with the highest load; k = ⌊(n_b·s_c − n_c·s_b) / (s_b + s_c)⌋ tasks move to this CPU c,
 //!    which equalises the loads in proportion to speed (a speed core takes twice the tasks);
-//!    if k = 0, one task moves when that lowers the larger of the two loads. Candidates are the
+//!    if k = 0, one task moves when that lowers the larger of the two loads, or — to an idle
+//!    CPU, from a CPU with two or more — when it does not raise it. Candidates are the
 //!    queued tasks (tail first, as the kernel) — and b's running task when c is a free speed
 //!    core and b a normal one. A speed core pulling from a normal core takes CPU-bound tasks
 //!    first; a normal core pulling from a speed core takes IO-bound ones first.
@@ -90,6 +92,7 @@ impl CapabilityAware {
             .min_by(|&a, &b| {
                 load(v, a, 1)
                     .total_cmp(&load(v, b, 1))
+                    .then(v.nr_running(a).cmp(&v.nr_running(b)))
                     .then(self.fast[b].cmp(&self.fast[a]))
                     .then((b == near).cmp(&(a == near)))
                     .then(a.cmp(&b))
@@ -209,7 +212,10 @@ impl CapabilityAware {
         let (nb, sb) = (v.nr_running(b) as f64, v.machine.speed(b));
         let (nc, sc) = (v.nr_running(c) as f64, v.machine.speed(c));
         let mut k = ((nb * sc - nc * sb) / (sb + sc)).floor().max(0.0) as usize;
-        if k == 0 && ((nb - 1.0) / sb).max((nc + 1.0) / sc) < nb / sb {
+        let after = ((nb - 1.0) / sb).max((nc + 1.0) / sc);
+        // One task moves if that lowers the larger load — or, to an idle CPU, if it does not
+        // raise it (work conservation: an idle core takes a task that shares a faster one).
+        if k == 0 && (after < nb / sb || (nc == 0.0 && nb > 1.0 && after <= nb / sb)) {
             k = 1;
         }
         if k == 0 {
