@@ -66,6 +66,20 @@ struct SdState {
     nr_balance_failed: u32,
 }
 
+impl SdState {
+    /// Balanced (or active balancing began): the interval doubles, up to the level's maximum.
+    fn back_off(&mut self, p: &LevelParams) {
+        if self.balance_interval_ms < p.max_interval_ms {
+            self.balance_interval_ms *= 2;
+        }
+    }
+
+    /// Tasks moved (or an ordinary failure): the interval returns to the level's minimum.
+    fn reset_interval(&mut self, p: &LevelParams) {
+        self.balance_interval_ms = p.min_interval_ms.max(1);
+    }
+}
+
 /// Orders a busiest runqueue's candidates for `move_tasks`: lower ranks are taken first (ties
 /// keep the kernel's tail-first order). Arguments: the view, the pulling CPU, the candidate.
 pub type TaskRank = fn(&View<'_>, CpuId, Pid) -> u32;
@@ -115,15 +129,15 @@ impl Linux26 {
     pub fn record_outcome(&mut self, cpu: CpuId, level: usize, params: &LevelParams, moved: bool) {
         let st = &mut self.sd[cpu][level];
         if moved {
-            st.balance_interval_ms = params.min_interval_ms.max(1);
-        } else if st.balance_interval_ms < params.max_interval_ms {
-            st.balance_interval_ms *= 2;
+            st.reset_interval(params);
+        } else {
+            st.back_off(params);
         }
     }
 
-    /// Whether periodic balancing of `level` is due on `cpu` now; if so, the interval is used
-    /// up as if the level had balanced (`last_balance` advances), nothing else changes. For
-    /// policies that run their own balancing in some of linux26's cycles.
+    /// Whether periodic balancing of `level` is due on `cpu` now (`rebalance_tick`); if so, the
+    /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
+    /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
         let l = &view.domains.cpus[cpu][level];
         if l.params.flags & sd::LOAD_BALANCE == 0 {
@@ -373,8 +387,8 @@ impl Linux26 {
         let Some((busiest, imbalance)) = found else {
             // out_balanced
             st.nr_balance_failed = 0;
-            if idle != IdleType::NewlyIdle && st.balance_interval_ms < p.max_interval_ms {
-                st.balance_interval_ms *= 2;
+            if idle != IdleType::NewlyIdle {
+                st.back_off(p);
             }
             return attempt;
         };
@@ -413,10 +427,10 @@ impl Linux26 {
         } else {
             st.nr_balance_failed = 0;
         }
-        if !active {
-            st.balance_interval_ms = p.min_interval_ms.max(1);
-        } else if st.balance_interval_ms < p.max_interval_ms {
-            st.balance_interval_ms *= 2;
+        if active {
+            st.back_off(p);
+        } else {
+            st.reset_interval(p);
         }
         attempt
     }
@@ -547,23 +561,15 @@ impl Policy for Linux26 {
                 Some(self.load_balance(view, cpu, level, IdleType::NewlyIdle))
             }
             BalanceKind::Periodic => {
-                let idle = view.idle(cpu);
-                let interval = self.interval_ns(l, &self.sd[cpu][level], idle);
-                if view.now < self.sd[cpu][level].last_balance_ns + interval {
+                if !self.take_due(view, cpu, level) {
                     return None;
                 }
-                let attempt = self.load_balance(
-                    view,
-                    cpu,
-                    level,
-                    if idle {
-                        IdleType::SchedIdle
-                    } else {
-                        IdleType::NotIdle
-                    },
-                );
-                self.sd[cpu][level].last_balance_ns += interval;
-                Some(attempt)
+                let idle = if view.idle(cpu) {
+                    IdleType::SchedIdle
+                } else {
+                    IdleType::NotIdle
+                };
+                Some(self.load_balance(view, cpu, level, idle))
             }
         }
     }
