@@ -301,24 +301,25 @@ impl CapabilityAware {
                 }
             }
         }
-        let speed_core_free = (0..view.machine.cpus()).any(|c| self.fast[c] && view.idle(c));
-        if !self.fast[cpu] && speed_core_free && !self.few_tasks(view) {
-            return None; // rule 3
-        }
+        let few = self.few_tasks(view);
         let mut out = Attempt::default();
-        if self.few_tasks(view) {
-            if !self.fast[cpu] {
-                if speed_core_free && !view.idle(cpu) {
-                    self.push_all(view, cpu, level, &mut out);
-                    return Some(out);
+        if !self.fast[cpu] {
+            let speed_core_free = (0..view.machine.cpus()).any(|c| self.fast[c] && view.idle(c));
+            if few {
+                // Rule 4: a normal core only pushes, to free speed cores.
+                if !speed_core_free || view.idle(cpu) {
+                    return None;
                 }
-                return None;
+                self.push_all(view, cpu, level, &mut out);
+                return Some(out);
             }
-            if view.idle(cpu) {
-                self.pull_all(view, cpu, level, &mut out);
-                if !out.moves.is_empty() {
-                    return Some(out);
-                }
+            if speed_core_free {
+                return None; // rule 3
+            }
+        } else if few && view.idle(cpu) {
+            self.pull_all(view, cpu, level, &mut out);
+            if !out.moves.is_empty() {
+                return Some(out);
             }
         }
         self.pull_weighted(view, cpu, level, &mut out);
