@@ -42,17 +42,15 @@ impl<'a> Scene<'a> {
             p.first_run_ns = Some(0);
             p.last_ran_ns = Some(last_ran_ns);
         }
-        if s.cpus[cpu].current.is_none() {
-            s.touch_load(cpu);
-            s.cpus[cpu].acct_ns = s.now;
-            let tgid = s.workload.processes[pid].tgid as usize;
-            *super::entry(&mut s.groups[tgid].on_node, s.machine.cpu_node(cpu), 0) += 1;
-            s.cpus[cpu].current = Some(pid);
-            let p = &mut s.procs[pid];
-            p.state = PState::Running;
-            p.cpu = cpu;
-        } else {
-            s.enqueue(pid, cpu);
+        let idle = s.cpus[cpu].current.is_none();
+        s.enqueue(pid, cpu);
+        if idle {
+            // It runs: off the queue, onto the CPU (without dispatch's first-run work).
+            let c = &mut s.cpus[cpu];
+            c.queue.pop_back();
+            c.current = Some(pid);
+            c.acct_ns = s.now;
+            s.procs[pid].state = PState::Running;
         }
         self
     }
