@@ -51,3 +51,24 @@ pub fn preset(name: &str) -> Machine {
     );
     crate::machine::file::read(std::path::Path::new(&path)).expect("preset parses")
 }
+
+/// A single-threaded process arriving at 0 on CPU 0, with the SPEC defaults for its kind
+/// (memory intensity 0.5 CPU-bound / 0.3 IO-bound, bursts 10 ms, waits 20 ms); seed = pid.
+pub fn process(pid: u32, kind: crate::workload::Kind, demand_ms: u64) -> crate::workload::Process {
+    crate::workload::Process {
+        pid,
+        tgid: pid,
+        arrival_ns: 0,
+        demand_ns: demand_ms * 1_000_000,
+        kind,
+        mem: if kind == crate::workload::Kind::Cpu {
+            0.5
+        } else {
+            0.3
+        },
+        spawn_cpu: 0,
+        burst_mean_ns: 10_000_000,
+        wait_mean_ns: 20_000_000,
+        seed: u64::from(pid),
+    }
+}

@@ -8,22 +8,7 @@ use numasim_core::policy::capability_aware::CapabilityAware;
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::policy::{Attempt, BalanceKind, Policy};
 use numasim_core::testutils;
-use numasim_core::workload::{Kind, Process, Workload, WorkloadSpec};
-
-fn process(pid: u32, kind: Kind) -> Process {
-    Process {
-        pid,
-        tgid: pid,
-        arrival_ns: 0,
-        demand_ns: 200_000_000,
-        kind,
-        mem: if kind == Kind::Cpu { 0.5 } else { 0.3 },
-        spawn_cpu: 0,
-        burst_mean_ns: 10_000_000,
-        wait_mean_ns: 20_000_000,
-        seed: u64::from(pid),
-    }
-}
+use numasim_core::workload::{Kind, Workload, WorkloadSpec};
 
 struct Setup {
     m: Machine,
@@ -43,7 +28,7 @@ impl Setup {
         let d = Builder::Flat.build(&m, &BuildOptions::default());
         let w = Workload {
             processes: (0..kinds.len() as u32)
-                .map(|p| process(p, kinds[p as usize]))
+                .map(|p| testutils::process(p, kinds[p as usize], 200))
                 .collect(),
         };
         Self {

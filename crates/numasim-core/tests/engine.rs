@@ -9,16 +9,10 @@ use numasim_core::workload::{Kind, Process, Workload};
 
 fn proc(pid: u32, arrival_ms: u64, demand_ms: u64, spawn: u32, mem: f64) -> Process {
     Process {
-        pid,
-        tgid: pid,
         arrival_ns: arrival_ms * 1_000_000,
-        demand_ns: demand_ms * 1_000_000,
-        kind: Kind::Cpu,
-        mem,
         spawn_cpu: spawn,
-        burst_mean_ns: 10_000_000,
-        wait_mean_ns: 20_000_000,
-        seed: u64::from(pid),
+        mem,
+        ..testutils::process(pid, Kind::Cpu, demand_ms)
     }
 }
 

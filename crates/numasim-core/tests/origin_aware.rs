@@ -8,23 +8,12 @@ use numasim_core::machine::Machine;
 use numasim_core::policy::origin_aware::{Options, OriginAware};
 use numasim_core::policy::{Attempt, BalanceKind, MigrationKind, Move, Policy};
 use numasim_core::testutils;
-use numasim_core::workload::{Kind, Process, Workload};
+use numasim_core::workload::{Kind, Workload};
 
 fn workload(n: u32) -> Workload {
     Workload {
         processes: (0..n)
-            .map(|pid| Process {
-                pid,
-                tgid: pid,
-                arrival_ns: 0,
-                demand_ns: 200_000_000,
-                kind: Kind::Cpu,
-                mem: 0.5,
-                spawn_cpu: 0,
-                burst_mean_ns: 10_000_000,
-                wait_mean_ns: 20_000_000,
-                seed: u64::from(pid),
-            })
+            .map(|pid| testutils::process(pid, Kind::Cpu, 200))
             .collect(),
     }
 }
