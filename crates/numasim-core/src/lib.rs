@@ -11,7 +11,9 @@
 //!   multilevel, linux) ──► per CPU: levels → groups
 //! ```
 //!
-//! Later layers (workload, engine, policies, metrics) build on these two.
+//! Later layers build on these two: workloads (`workload`), the engine and its metrics
+//! (`engine/`), balancing policies (`policy/`, one module each) and the Perfetto trace of a
+//! run (`trace`).
 
 pub mod bench;
 pub mod cpuset;
@@ -22,6 +24,7 @@ pub mod machine;
 pub mod policy;
 #[cfg(feature = "testutils")]
 pub mod testutils;
+pub mod trace;
 pub mod workload;
 
 pub use domains::{Builder, Domains, Group, Level, LevelParams};

@@ -7,6 +7,7 @@ use std::path::Path;
 use numasim_core::domains::{sd, BuildOptions, Builder};
 use numasim_core::engine::{EngineConfig, PolicyContext};
 use numasim_core::machine::{file, sysfs};
+use numasim_core::trace::{self, RunEvents, Window};
 use numasim_core::workload::WorkloadSpec;
 use numasim_core::InputError as CoreInputError;
 use pyo3::create_exception;
@@ -54,6 +55,14 @@ impl Machine {
     #[pyo3(signature = (text, origin, base_dir=None))]
     fn from_json_str(text: &str, origin: &str, base_dir: Option<&str>) -> PyResult<Self> {
         wrap(file::parse_json(origin, text, base_dir.map(Path::new)))
+    }
+
+    /// Reads a machine back from its JSON object (`to_json`, as a saved run carries it).
+    #[staticmethod]
+    fn from_info_json(text: &str, origin: &str) -> PyResult<Self> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| input_err(CoreInputError::new(origin, e.to_string())))?;
+        wrap(file::from_info(origin, &value))
     }
 
     /// Reads a plain distance-matrix file (sysfs rows or `numactl --hardware`).
@@ -130,7 +139,7 @@ impl Machine {
 
     /// The machine as JSON text.
     fn to_json(&self) -> String {
-        machine_json(&self.inner).to_string()
+        self.inner.info().to_string()
     }
 
     /// The hierarchy built by `builder`, as JSON text in the SPEC §2 shape.
@@ -169,18 +178,6 @@ impl Machine {
             serde_json::Value::from(cpus).to_string()
         }))
     }
-}
-
-fn machine_json(m: &numasim_core::Machine) -> serde_json::Value {
-    serde_json::json!({
-        "name": m.name,
-        "description": m.description,
-        "source": m.source,
-        "nodes": (0..m.nodes()).map(|n| serde_json::json!({"id": n, "cpus": m.node_cpus(n)})).collect::<Vec<_>>(),
-        "cpus": (0..m.cpus()).map(|c| serde_json::json!({"id": c, "node": m.cpu_node(c), "speed": m.speed(c)})).collect::<Vec<_>>(),
-        "distances": m.distance_table().rows(),
-        "mals": m.mals(),
-    })
 }
 
 /// A workload: processes in pid order.
@@ -270,6 +267,58 @@ fn simulate(
     .map_err(input_err)
 }
 
+/// The Perfetto trace-event JSON (text) of a traced run given as its JSON text (`simulate`'s
+/// result or a saved run), restricted to `[start_ms, end_ms]` when given.
+#[pyfunction]
+#[pyo3(signature = (machine, run_json, origin, start_ms=None, end_ms=None))]
+fn chrome_trace(
+    py: Python<'_>,
+    machine: &Machine,
+    run_json: &str,
+    origin: &str,
+    start_ms: Option<f64>,
+    end_ms: Option<f64>,
+) -> PyResult<String> {
+    let ns = |ms: f64| (ms * 1e6).round() as u64;
+    let window = Window {
+        start_ns: start_ms.map_or(0, ns),
+        end_ns: end_ms.map_or(u64::MAX, ns),
+    };
+    let m = &machine.inner;
+    py.detach(|| {
+        let run = RunEvents::from_json(origin, run_json)?;
+        Ok(trace::chrome_trace(m, &run, window).to_string())
+    })
+    .map_err(input_err)
+}
+
+/// Per CPU, the busy fraction of each of `bins` equal intervals of `[0, end_ms]` of a traced
+/// run given as its JSON text.
+#[pyfunction]
+fn utilisation_timeline(
+    py: Python<'_>,
+    run_json: &str,
+    origin: &str,
+    cpus: usize,
+    end_ms: f64,
+    bins: usize,
+) -> PyResult<Vec<Vec<f64>>> {
+    py.detach(|| {
+        let run = RunEvents::from_json(origin, run_json)?;
+        let end_ns = (end_ms * 1e6).round() as u64;
+        Ok(trace::utilisation_timeline(&run.trace, cpus, end_ns, bins))
+    })
+    .map_err(input_err)
+}
+
+/// What a trace (JSON text) breaks of the rules numasim promises; empty when it keeps them.
+#[pyfunction]
+fn trace_problems(trace_json: &str) -> PyResult<Vec<String>> {
+    let value: serde_json::Value = serde_json::from_str(trace_json)
+        .map_err(|e| input_err(CoreInputError::new("trace", e.to_string())))?;
+    Ok(trace::problems(&value))
+}
+
 /// Times one benchmark scenario; the result as JSON text.
 #[pyfunction]
 fn bench_run(
@@ -328,6 +377,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(bench_run, m)?)?;
     m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(chrome_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_problems, m)?)?;
+    m.add_function(wrap_pyfunction!(utilisation_timeline, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())
 }

@@ -30,6 +30,7 @@ pub mod metrics;
 #[cfg(feature = "testutils")]
 pub mod scene;
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -67,7 +68,7 @@ pub struct EngineConfig {
 }
 
 /// One running interval of a process on a CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slice {
     pub cpu: CpuId,
     pub pid: Pid,
@@ -75,13 +76,18 @@ pub struct Slice {
     pub end_ns: u64,
 }
 
-/// What a traced run recorded besides its slices (for traces and debugging balancers).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+/// The CPU of a traced balancing attempt that belongs to no CPU (a machine-wide callback).
+pub const MACHINE_WIDE: CpuId = CpuId::MAX;
+
+/// What a traced run recorded besides its slices (for traces and debugging balancers). Kinds
+/// are names (`Cow`: borrowed while recording, owned when read back from a saved run).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TraceEvents {
     /// `(time_ns, pid, from_cpu, to_cpu, kind)` for every migration.
-    pub migrations: Vec<(u64, Pid, CpuId, CpuId, &'static str)>,
-    /// `(time_ns, cpu, level, kind, moved)` for every balancing attempt.
-    pub balances: Vec<(u64, CpuId, usize, &'static str, usize)>,
+    pub migrations: Vec<(u64, Pid, CpuId, CpuId, Cow<'static, str>)>,
+    /// `(time_ns, cpu, level, kind, moved)` for every balancing attempt; `cpu` is
+    /// [`MACHINE_WIDE`] for a callback that belongs to no CPU.
+    pub balances: Vec<(u64, CpuId, usize, Cow<'static, str>, usize)>,
     /// `(time_ns, cpu, nr_running)` whenever a runqueue's length changes.
     pub runqueue: Vec<(u64, CpuId, usize)>,
 }
@@ -624,7 +630,7 @@ impl<'a> State<'a> {
                     let kind = MigrationKind::Placement.name();
                     self.trace_events
                         .migrations
-                        .push((self.now, pid, spawn, cpu, kind));
+                        .push((self.now, pid, spawn, cpu, kind.into()));
                 }
             }
         } else {
@@ -649,7 +655,7 @@ impl<'a> State<'a> {
         if self.config.record_trace {
             self.trace_events
                 .migrations
-                .push((self.now, pid, from, to, kind.name()));
+                .push((self.now, pid, from, to, kind.name().into()));
         }
         let level = self.level_of(from, to);
         let refill = if level == 0 {
@@ -747,10 +753,10 @@ impl<'a> State<'a> {
         self.stats.moved[slot][level] += moved as u64;
         if self.config.record_trace {
             let kind = ["periodic", "newidle", "active", "other"][slot];
-            let at = cpu.unwrap_or(usize::MAX);
+            let at = cpu.unwrap_or(MACHINE_WIDE);
             self.trace_events
                 .balances
-                .push((self.now, at, level, kind, moved));
+                .push((self.now, at, level, kind.into(), moved));
         }
         if let Some(cpu) = cpu {
             self.cpus[cpu].balance_ns += cost;

@@ -196,6 +196,52 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
     )
 }
 
+/// A machine as [`Machine::info`] writes it (its `mals` are derived, so not read).
+#[derive(Debug, Deserialize)]
+struct Info {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    source: String,
+    nodes: Vec<InfoNode>,
+    cpus: Vec<InfoCpu>,
+    distances: Vec<Vec<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InfoNode {
+    cpus: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InfoCpu {
+    speed: f64,
+}
+
+/// Reads a machine back from the JSON object [`Machine::info`] wrote (in a saved run).
+pub fn from_info(origin: &str, value: &serde_json::Value) -> Result<Machine> {
+    let info = Info::deserialize(value).map_err(|e| InputError::new(origin, e.to_string()))?;
+    let distances = DistanceTable::from_rows(
+        &format!("{origin} (field distances)"),
+        info.distances
+            .into_iter()
+            .map(|r| RawRow::new(None, r))
+            .collect(),
+    )?;
+    Machine::new(
+        origin,
+        MachineParts {
+            name: info.name,
+            description: info.description,
+            source: info.source,
+            node_cpus: info.nodes.into_iter().map(|n| n.cpus).collect(),
+            speeds: Some(info.cpus.into_iter().map(|c| c.speed).collect()),
+            distances,
+        },
+    )
+}
+
 /// Builds a machine from a plain distance-matrix text file with `cpus_per_node` CPUs per node.
 pub fn read_matrix(path: &Path, cpus_per_node: usize) -> Result<Machine> {
     let origin = path.display().to_string();

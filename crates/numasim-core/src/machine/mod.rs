@@ -191,6 +191,26 @@ impl Machine {
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
+
+    /// The machine as the SPEC §2 JSON object (`topology --json`'s `"machine"`); saved runs
+    /// carry it and [`file::from_info`] reads it back.
+    pub fn info(&self) -> serde_json::Value {
+        let nodes: Vec<_> = (0..self.nodes())
+            .map(|n| serde_json::json!({"id": n, "cpus": self.node_cpus(n)}))
+            .collect();
+        let cpus: Vec<_> = (0..self.cpus())
+            .map(|c| serde_json::json!({"id": c, "node": self.cpu_node(c), "speed": self.speed(c)}))
+            .collect();
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "nodes": nodes,
+            "cpus": cpus,
+            "distances": self.distances.rows(),
+            "mals": self.mals(),
+        })
+    }
 }
 
 /// Which CPUs of each node are speed cores.

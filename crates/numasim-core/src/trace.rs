@@ -1,0 +1,359 @@
+//! Chrome/Perfetto trace-event JSON of a traced run (opens in ui.perfetto.dev and
+//! chrome://tracing), and the rules every such trace keeps.
+//!
+//! ```text
+//!   pid = node  "node 1"                     ts, dur in µs (engine time is ns)
+//!   └─ tid = CPU "cpu 2 (speed 1)"
+//!        X  [ pid 7 ][ pid 3    ]   [ pid 9 ]      a slice per running interval
+//!        s ───────────────╮                         a flow per migration (source slice's end
+//!   └─ tid = CPU "cpu 3"  ╰──► f [ pid 3 ]          → the destination's next slice)
+//!        i ▾ balance L1 periodic (level, kind, moved, outcome)
+//!   C  runqueue cpu 2: nr_running over time          a counter track per CPU
+//!   M  process_name / thread_name / sort indexes     metadata names every track
+//! ```
+//!
+//! 1. Metadata: each node a process track, each CPU a thread track of its node's process.
+//! 2. Slices: every recorded running interval, clipped to the window, named "pid P", with the
+//!    process's origin node and CPU and its time-weighted remote factor (per process).
+//! 3. Flows: for each migration, the last slice of the process on the source CPU that ended by
+//!    the migration and its first slice on the destination CPU from then on; the arrow leaves
+//!    1 ns before the source slice ends (so it binds to that slice) and lands where the
+//!    destination slice starts. A migration with no earlier slice on the source (fork
+//!    placement, a move before the process first ran there) has no arrow.
+//! 4. Instants: each balancing attempt on its CPU; machine-wide callbacks (no CPU) are left out.
+//! 5. Counters: each CPU's runqueue length whenever it changes; a window starts each counter
+//!    at its value when the window opens.
+//!
+//! [`problems`] checks what numasim promises of a trace: every `X` has `ts` and `dur ≥ 0`,
+//! slices on one thread never overlap, every flow has one start and one finish in order, and
+//! metadata names every process and thread used.
+//!
+//! Known limits: the remote factor is the process's mean over the run, not per slice.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::engine::{RunResult, Slice, TraceEvents};
+use crate::error::{InputError, Result};
+use crate::machine::{CpuId, Machine};
+
+const NS_PER_US: f64 = 1_000.0;
+
+/// Where a process came from, as its slices are labelled.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Origin {
+    pub pid: usize,
+    pub origin_node: usize,
+    pub origin_cpu: usize,
+    pub remote_factor: f64,
+}
+
+/// What a trace is made of: the processes' origins, the running intervals and the recorded
+/// events. Reads the JSON of a [`RunResult`] (other fields are ignored), so a saved run is
+/// its own input.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RunEvents {
+    pub processes: Vec<Origin>,
+    pub trace: Vec<Slice>,
+    pub trace_events: TraceEvents,
+}
+
+impl RunEvents {
+    /// The events of a traced run.
+    pub fn of(r: &RunResult) -> Self {
+        let processes = r
+            .processes
+            .iter()
+            .map(|p| Origin {
+                pid: p.pid,
+                origin_node: p.origin_node,
+                origin_cpu: p.origin_cpu,
+                remote_factor: p.remote_factor,
+            })
+            .collect();
+        Self {
+            processes,
+            trace: r.trace.clone(),
+            trace_events: r.trace_events.clone(),
+        }
+    }
+
+    /// Reads a run's JSON (`origin` names it in errors).
+    pub fn from_json(origin: &str, text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))
+    }
+}
+
+/// A part of the run, `[start_ns, end_ns]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Window {
+    /// The whole run.
+    pub const ALL: Window = Window {
+        start_ns: 0,
+        end_ns: u64::MAX,
+    };
+
+    fn contains(&self, t: u64) -> bool {
+        (self.start_ns..=self.end_ns).contains(&t)
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / NS_PER_US
+}
+
+fn meta(name: &str, pid: usize, tid: Option<CpuId>, args: Value) -> Value {
+    let mut e = Map::new();
+    e.insert("ph".into(), "M".into());
+    e.insert("name".into(), name.into());
+    e.insert("pid".into(), pid.into());
+    if let Some(t) = tid {
+        e.insert("tid".into(), t.into());
+    }
+    e.insert("args".into(), args);
+    Value::Object(e)
+}
+
+/// The trace-event JSON object of a traced run on `m`, restricted to `window`.
+pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Value {
+    let mut events = Vec::new();
+    for n in 0..m.nodes() {
+        events.push(meta(
+            "process_name",
+            n,
+            None,
+            json!({"name": format!("node {n}")}),
+        ));
+        events.push(meta(
+            "process_sort_index",
+            n,
+            None,
+            json!({"sort_index": n}),
+        ));
+    }
+    for c in 0..m.cpus() {
+        let (node, name) = (m.cpu_node(c), format!("cpu {c} (speed {})", m.speed(c)));
+        events.push(meta("thread_name", node, Some(c), json!({"name": name})));
+        events.push(meta(
+            "thread_sort_index",
+            node,
+            Some(c),
+            json!({"sort_index": c}),
+        ));
+    }
+
+    let origins: BTreeMap<usize, &Origin> = run.processes.iter().map(|p| (p.pid, p)).collect();
+    let mut slices_of: BTreeMap<(usize, CpuId), Vec<(u64, u64)>> = BTreeMap::new();
+    for s in &run.trace {
+        slices_of
+            .entry((s.pid, s.cpu))
+            .or_default()
+            .push((s.start_ns, s.end_ns));
+        let (start, end) = (s.start_ns.max(window.start_ns), s.end_ns.min(window.end_ns));
+        if end <= start {
+            continue;
+        }
+        let p = origins[&s.pid];
+        events.push(json!({
+            "ph": "X", "name": format!("pid {}", s.pid), "cat": "run",
+            "pid": m.cpu_node(s.cpu), "tid": s.cpu, "ts": us(start), "dur": us(end - start),
+            "args": {"pid": s.pid, "origin_node": p.origin_node, "origin_cpu": p.origin_cpu,
+                     "remote_factor": (p.remote_factor * 1e4).round() / 1e4},
+        }));
+    }
+    for v in slices_of.values_mut() {
+        v.sort_unstable();
+    }
+
+    let mut flow_id = 0u64;
+    for (t, pid, src, dst, kind) in &run.trace_events.migrations {
+        let (t, pid) = (*t, *pid);
+        let none = Vec::new();
+        let before = slices_of.get(&(pid, *src)).unwrap_or(&none);
+        let after = slices_of.get(&(pid, *dst)).unwrap_or(&none);
+        // Slices of one process on one CPU do not overlap, so ends are sorted like starts.
+        let last_end = before[..before.partition_point(|&(_, e)| e <= t)].last();
+        let next_start = after.get(after.partition_point(|&(s, _)| s < t));
+        let (Some(&(_, end)), Some(&(start, _))) = (last_end, next_start) else {
+            continue;
+        };
+        let (t0, t1) = (end.saturating_sub(1), start);
+        if t0 < window.start_ns || t1 > window.end_ns {
+            continue;
+        }
+        flow_id += 1;
+        let name = format!("migrate pid {pid}");
+        events.push(json!({
+            "name": name, "cat": "migration", "id": flow_id, "ph": "s",
+            "pid": m.cpu_node(*src), "tid": src, "ts": us(t0), "args": {"kind": kind},
+        }));
+        events.push(json!({
+            "name": name, "cat": "migration", "id": flow_id, "ph": "f", "bp": "e",
+            "pid": m.cpu_node(*dst), "tid": dst, "ts": us(t1),
+        }));
+    }
+
+    for (t, cpu, level, kind, moved) in &run.trace_events.balances {
+        if !window.contains(*t) || *cpu >= m.cpus() {
+            continue;
+        }
+        let outcome: Cow<str> = match moved {
+            0 => "nothing moved".into(),
+            1 => "moved 1 task".into(),
+            n => format!("moved {n} tasks").into(),
+        };
+        events.push(json!({
+            "ph": "i", "s": "t", "name": format!("balance L{level} {kind}"), "cat": "balance",
+            "pid": m.cpu_node(*cpu), "tid": cpu, "ts": us(*t),
+            "args": {"level": level, "kind": kind, "moved": moved, "outcome": outcome},
+        }));
+    }
+
+    let counter = |t: u64, cpu: CpuId, n: usize| {
+        json!({"ph": "C", "name": format!("runqueue cpu {cpu}"), "pid": m.cpu_node(cpu),
+               "ts": us(t), "args": {"nr_running": n}})
+    };
+    let mut opening: BTreeMap<CpuId, usize> = BTreeMap::new();
+    for &(t, cpu, n) in &run.trace_events.runqueue {
+        if t < window.start_ns {
+            opening.insert(cpu, n);
+        }
+    }
+    if window.start_ns > 0 {
+        events.extend(
+            opening
+                .iter()
+                .map(|(&c, &n)| counter(window.start_ns, c, n)),
+        );
+    }
+    for &(t, cpu, n) in &run.trace_events.runqueue {
+        if window.contains(t) {
+            events.push(counter(t, cpu, n));
+        }
+    }
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"machine": m.name, "generator": "numasim"},
+    })
+}
+
+/// Per CPU, the busy fraction of each of `bins` equal intervals of `[0, end_ns]`: the
+/// utilisation timeline of a run report. Slices of one CPU do not overlap, so a bin's busy
+/// time is the sum of its overlaps with them.
+pub fn utilisation_timeline(
+    slices: &[Slice],
+    cpus: usize,
+    end_ns: u64,
+    bins: usize,
+) -> Vec<Vec<f64>> {
+    let mut busy = vec![vec![0.0; bins]; cpus];
+    if end_ns == 0 || bins == 0 {
+        return busy;
+    }
+    let width = end_ns as f64 / bins as f64;
+    for s in slices.iter().filter(|s| s.cpu < cpus) {
+        let (start, end) = (s.start_ns as f64, s.end_ns.min(end_ns) as f64);
+        let first = ((start / width) as usize).min(bins - 1);
+        for (b, cell) in busy[s.cpu].iter_mut().enumerate().skip(first) {
+            let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
+            if lo >= end {
+                break;
+            }
+            *cell += (end.min(hi) - start.max(lo)).max(0.0);
+        }
+    }
+    for row in &mut busy {
+        for cell in row.iter_mut() {
+            *cell = (*cell / width).min(1.0);
+        }
+    }
+    busy
+}
+
+/// Violations of the rules numasim promises of a trace (empty when it keeps them all).
+pub fn problems(trace: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(events) = trace.get("traceEvents").and_then(Value::as_array) else {
+        return vec!["no traceEvents array".into()];
+    };
+    let field = |e: &Value, k: &str| e.get(k).cloned().unwrap_or(Value::Null).to_string();
+    let ph_of = |e: &Value| {
+        e.get("ph")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (mut named_pids, mut named_tids) = (Vec::new(), Vec::new());
+    for e in events.iter().filter(|e| ph_of(e) == "M") {
+        match e.get("name").and_then(Value::as_str) {
+            Some("process_name") => named_pids.push(field(e, "pid")),
+            Some("thread_name") => named_tids.push((field(e, "pid"), field(e, "tid"))),
+            _ => {}
+        }
+    }
+    let mut by_thread: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut flows: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for e in events {
+        let ph = ph_of(e);
+        if ph == "M" {
+            continue;
+        }
+        let (pid, tid) = (field(e, "pid"), field(e, "tid"));
+        if !named_pids.contains(&pid) {
+            out.push(format!("{ph} event on unnamed process {pid}"));
+        }
+        if "Xsfi".contains(ph.as_str()) && !named_tids.contains(&(pid.clone(), tid.clone())) {
+            out.push(format!("{ph} event on unnamed thread {pid}/{tid}"));
+        }
+        let ts = e.get("ts").and_then(Value::as_f64);
+        match ph.as_str() {
+            "X" => match (ts, e.get("dur").and_then(Value::as_f64)) {
+                (Some(ts), Some(dur)) if dur >= 0.0 => {
+                    by_thread
+                        .entry((pid, tid))
+                        .or_default()
+                        .push((ts, ts + dur));
+                }
+                _ => out.push(format!("X without ts and dur >= 0: {e}")),
+            },
+            "s" | "f" => {
+                let ends = flows.entry(field(e, "id")).or_default();
+                if ends.insert(ph.clone(), ts.unwrap_or(f64::NAN)).is_some() {
+                    out.push(format!("flow {} has two '{ph}'", field(e, "id")));
+                }
+            }
+            _ => {}
+        }
+    }
+    for ((pid, tid), mut spans) in by_thread {
+        spans.sort_by(|a, b| a.partial_cmp(b).expect("finite times"));
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 - 1e-9 {
+                out.push(format!(
+                    "overlapping slices on {pid}/{tid}: {}-{} and {}",
+                    w[0].0, w[0].1, w[1].0
+                ));
+            }
+        }
+    }
+    for (id, ends) in flows {
+        match (ends.get("s"), ends.get("f")) {
+            (Some(s), Some(f)) if f < s => out.push(format!("flow {id} finishes before it starts")),
+            (Some(_), Some(_)) => {}
+            _ => out.push(format!(
+                "flow {id} lacks an end: has {:?}",
+                ends.keys().collect::<Vec<_>>()
+            )),
+        }
+    }
+    out
+}
