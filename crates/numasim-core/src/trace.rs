@@ -17,12 +17,17 @@
 //!    process's origin node and CPU and its time-weighted remote factor (per process).
 //! 3. Flows: for each migration, the last slice of the process on the source CPU that ended by
 //!    the migration and its first slice on the destination CPU from then on; the arrow leaves
-//!    1 ns before the source slice ends (so it binds to that slice) and lands where the
-//!    destination slice starts. A migration with no earlier slice on the source (fork
-//!    placement, a move before the process first ran there) has no arrow.
+//!    1 ns before the source slice ends and lands 1 ns after the destination slice starts, so
+//!    each end lies inside its slice (the `f` binds to its enclosing slice, `"bp": "e"`). A
+//!    migration with no earlier slice on the source (fork placement, a move before the
+//!    process first ran there) or a slice shorter than 2 ns at either end has no arrow.
+//!    Perfetto's JSON importer (`json_trace_parser_impl.cc`) binds `s` to the slice open on
+//!    its thread and `f` with `bp: e` to the enclosing one, and reads only `process_name` and
+//!    `thread_name` metadata (the sort indexes are for chrome://tracing).
 //! 4. Instants: each balancing attempt on its CPU; machine-wide callbacks (no CPU) are left out.
-//! 5. Counters: each CPU's runqueue length whenever it changes; a window starts each counter
-//!    at its value when the window opens.
+//! 5. Counters: each CPU's runqueue length whenever it changes, on the CPU's node process
+//!    (with the CPU as `tid`, which ties the counter to the right process in Perfetto); a
+//!    window starts each counter at its value when the window opens.
 //!
 //! [`problems`] checks what numasim promises of a trace: every `X` has `ts` and `dur ≥ 0`,
 //! slices on one thread never overlap, every flow has one start and one finish in order, and
@@ -33,8 +38,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::engine::{RunResult, Slice, TraceEvents};
 use crate::error::{InputError, Result};
@@ -106,48 +111,141 @@ impl Window {
     }
 }
 
-fn us(ns: u64) -> f64 {
-    ns as f64 / NS_PER_US
+/// One trace event; absent fields are left out of the JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub ph: &'static str,
+    pub name: Cow<'static, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cat: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Scope of an instant (`"t"`: its thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s: Option<&'static str>,
+    /// Binding point of a flow's end (`"e"`: the enclosing slice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bp: Option<&'static str>,
+    pub pid: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<CpuId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dur: Option<f64>,
+    #[serde(skip_serializing_if = "Args::is_none")]
+    pub args: Args,
 }
 
-fn meta(name: &str, pid: usize, tid: Option<CpuId>, args: Value) -> Value {
-    let mut e = Map::new();
-    e.insert("ph".into(), "M".into());
-    e.insert("name".into(), name.into());
-    e.insert("pid".into(), pid.into());
-    if let Some(t) = tid {
-        e.insert("tid".into(), t.into());
+/// The `args` of an event, by kind of event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Args {
+    Name {
+        name: String,
+    },
+    SortIndex {
+        sort_index: usize,
+    },
+    Run {
+        pid: usize,
+        origin_node: usize,
+        origin_cpu: usize,
+        remote_factor: f64,
+    },
+    Migration {
+        kind: Cow<'static, str>,
+    },
+    Balance {
+        level: usize,
+        kind: Cow<'static, str>,
+        moved: usize,
+        outcome: Cow<'static, str>,
+    },
+    Counter {
+        nr_running: usize,
+    },
+    None {},
+}
+
+impl Args {
+    fn is_none(&self) -> bool {
+        matches!(self, Args::None {})
     }
-    e.insert("args".into(), args);
-    Value::Object(e)
 }
 
-/// The trace-event JSON object of a traced run on `m`, restricted to `window`.
-pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Value {
+/// A whole trace: `{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trace {
+    pub trace_events: Vec<Event>,
+    pub display_time_unit: &'static str,
+    pub other_data: BTreeMap<&'static str, String>,
+}
+
+impl Trace {
+    /// The trace as JSON text (what Perfetto opens).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a trace serialises")
+    }
+
+    /// The trace as a JSON value (for [`problems`] and tests).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a trace serialises")
+    }
+}
+
+impl Event {
+    fn new(ph: &'static str, name: impl Into<Cow<'static, str>>, pid: usize, args: Args) -> Self {
+        Self {
+            ph,
+            name: name.into(),
+            cat: None,
+            id: None,
+            s: None,
+            bp: None,
+            pid,
+            tid: None,
+            ts: None,
+            dur: None,
+            args,
+        }
+    }
+
+    fn on(mut self, cpu: CpuId) -> Self {
+        self.tid = Some(cpu);
+        self
+    }
+
+    fn at(mut self, ns: u64) -> Self {
+        self.ts = Some(ns as f64 / NS_PER_US);
+        self
+    }
+
+    fn cat(mut self, cat: &'static str) -> Self {
+        self.cat = Some(cat);
+        self
+    }
+}
+
+/// The trace of a traced run on `m`, restricted to `window`.
+pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Trace {
     let mut events = Vec::new();
     for n in 0..m.nodes() {
-        events.push(meta(
-            "process_name",
-            n,
-            None,
-            json!({"name": format!("node {n}")}),
-        ));
-        events.push(meta(
+        let name = format!("node {n}");
+        events.push(Event::new("M", "process_name", n, Args::Name { name }));
+        events.push(Event::new(
+            "M",
             "process_sort_index",
             n,
-            None,
-            json!({"sort_index": n}),
+            Args::SortIndex { sort_index: n },
         ));
     }
     for c in 0..m.cpus() {
         let (node, name) = (m.cpu_node(c), format!("cpu {c} (speed {})", m.speed(c)));
-        events.push(meta("thread_name", node, Some(c), json!({"name": name})));
-        events.push(meta(
-            "thread_sort_index",
-            node,
-            Some(c),
-            json!({"sort_index": c}),
-        ));
+        events.push(Event::new("M", "thread_name", node, Args::Name { name }).on(c));
+        let index = Args::SortIndex { sort_index: c };
+        events.push(Event::new("M", "thread_sort_index", node, index).on(c));
     }
 
     let origins: BTreeMap<usize, &Origin> = run.processes.iter().map(|p| (p.pid, p)).collect();
@@ -162,12 +260,15 @@ pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Value {
             continue;
         }
         let p = origins[&s.pid];
-        events.push(json!({
-            "ph": "X", "name": format!("pid {}", s.pid), "cat": "run",
-            "pid": m.cpu_node(s.cpu), "tid": s.cpu, "ts": us(start), "dur": us(end - start),
-            "args": {"pid": s.pid, "origin_node": p.origin_node, "origin_cpu": p.origin_cpu,
-                     "remote_factor": (p.remote_factor * 1e4).round() / 1e4},
-        }));
+        let args = Args::Run {
+            pid: s.pid,
+            origin_node: p.origin_node,
+            origin_cpu: p.origin_cpu,
+            remote_factor: (p.remote_factor * 1e4).round() / 1e4,
+        };
+        let mut e = Event::new("X", format!("pid {}", s.pid), m.cpu_node(s.cpu), args);
+        e.dur = Some((end - start) as f64 / NS_PER_US);
+        events.push(e.cat("run").on(s.cpu).at(start));
     }
     for v in slices_of.values_mut() {
         v.sort_unstable();
@@ -182,44 +283,59 @@ pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Value {
         // Slices of one process on one CPU do not overlap, so ends are sorted like starts.
         let last_end = before[..before.partition_point(|&(_, e)| e <= t)].last();
         let next_start = after.get(after.partition_point(|&(s, _)| s < t));
-        let (Some(&(_, end)), Some(&(start, _))) = (last_end, next_start) else {
+        let (Some(&(from_start, end)), Some(&(start, to_end))) = (last_end, next_start) else {
             continue;
         };
-        let (t0, t1) = (end.saturating_sub(1), start);
+        // 1 ns inside each slice, so that a viewer binds each end to its slice whatever the
+        // order it gives events at equal times.
+        let (t0, t1) = (end - 1, start + 1);
+        if t0 < from_start || t1 >= to_end {
+            continue;
+        }
         if t0 < window.start_ns || t1 > window.end_ns {
             continue;
         }
         flow_id += 1;
         let name = format!("migrate pid {pid}");
-        events.push(json!({
-            "name": name, "cat": "migration", "id": flow_id, "ph": "s",
-            "pid": m.cpu_node(*src), "tid": src, "ts": us(t0), "args": {"kind": kind},
-        }));
-        events.push(json!({
-            "name": name, "cat": "migration", "id": flow_id, "ph": "f", "bp": "e",
-            "pid": m.cpu_node(*dst), "tid": dst, "ts": us(t1),
-        }));
+        let mut from = Event::new(
+            "s",
+            name.clone(),
+            m.cpu_node(*src),
+            Args::Migration { kind: kind.clone() },
+        );
+        from.id = Some(flow_id);
+        events.push(from.cat("migration").on(*src).at(t0));
+        let mut to = Event::new("f", name, m.cpu_node(*dst), Args::None {});
+        (to.id, to.bp) = (Some(flow_id), Some("e"));
+        events.push(to.cat("migration").on(*dst).at(t1));
     }
 
     for (t, cpu, level, kind, moved) in &run.trace_events.balances {
         if !window.contains(*t) || *cpu >= m.cpus() {
             continue;
         }
-        let outcome: Cow<str> = match moved {
+        let outcome: Cow<'static, str> = match moved {
             0 => "nothing moved".into(),
             1 => "moved 1 task".into(),
             n => format!("moved {n} tasks").into(),
         };
-        events.push(json!({
-            "ph": "i", "s": "t", "name": format!("balance L{level} {kind}"), "cat": "balance",
-            "pid": m.cpu_node(*cpu), "tid": cpu, "ts": us(*t),
-            "args": {"level": level, "kind": kind, "moved": moved, "outcome": outcome},
-        }));
+        let name = format!("balance L{level} {kind}");
+        let args = Args::Balance {
+            level: *level,
+            kind: kind.clone(),
+            moved: *moved,
+            outcome,
+        };
+        let mut e = Event::new("i", name, m.cpu_node(*cpu), args).cat("balance");
+        e.s = Some("t");
+        events.push(e.on(*cpu).at(*t));
     }
 
     let counter = |t: u64, cpu: CpuId, n: usize| {
-        json!({"ph": "C", "name": format!("runqueue cpu {cpu}"), "pid": m.cpu_node(cpu),
-               "ts": us(t), "args": {"nr_running": n}})
+        let name = format!("runqueue cpu {cpu}");
+        Event::new("C", name, m.cpu_node(cpu), Args::Counter { nr_running: n })
+            .on(cpu)
+            .at(t)
     };
     let mut opening: BTreeMap<CpuId, usize> = BTreeMap::new();
     for &(t, cpu, n) in &run.trace_events.runqueue {
@@ -239,11 +355,15 @@ pub fn chrome_trace(m: &Machine, run: &RunEvents, window: Window) -> Value {
             events.push(counter(t, cpu, n));
         }
     }
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {"machine": m.name, "generator": "numasim"},
-    })
+    let other_data = BTreeMap::from([
+        ("generator", "numasim".to_string()),
+        ("machine", m.name.clone()),
+    ]);
+    Trace {
+        trace_events: events,
+        display_time_unit: "ms",
+        other_data,
+    }
 }
 
 /// Per CPU, the busy fraction of each of `bins` equal intervals of `[0, end_ns]`: the

@@ -55,7 +55,7 @@ fn of_phase<'a>(trace: &'a Value, ph: &'a str) -> impl Iterator<Item = &'a Value
 #[test]
 fn the_hand_checked_two_cpu_run() {
     let (m, r) = two_cpu_run();
-    let trace = chrome_trace(&m, &RunEvents::of(&r), Window::ALL);
+    let trace = chrome_trace(&m, &RunEvents::of(&r), Window::ALL).to_value();
     assert_eq!(problems(&trace), Vec::<String>::new());
     // P0 runs alone on CPU 1 (fork placement), P1 then P2 on CPU 0. CPU 1 pulls P1 at 103 ms,
     // when it has become cache-cold; P1 refills its cache for 0.1 ms there, so its 200 ms
@@ -82,7 +82,8 @@ fn the_hand_checked_two_cpu_run() {
         slices,
         expect.map(|(t, n, s, d)| (t, n.to_string(), s, d)).to_vec()
     );
-    // One arrow: P1 leaves its slice on CPU 0 (1 ns before it ends) for its slice on CPU 1.
+    // One arrow: P1 leaves its slice on CPU 0 1 ns before it ends, and lands in its slice on
+    // CPU 1 1 ns after it starts.
     let flows: Vec<(String, u64, f64)> = of_phase(&trace, "s")
         .chain(of_phase(&trace, "f"))
         .map(|e| {
@@ -95,7 +96,7 @@ fn the_hand_checked_two_cpu_run() {
         .collect();
     assert_eq!(
         flows,
-        vec![("s".into(), 0, 99_999.999), ("f".into(), 1, 103_000.0)]
+        vec![("s".into(), 0, 99_999.999), ("f".into(), 1, 103_000.001)]
     );
     // The pull is an idle balancing instant on CPU 1 at 103 ms that moved one task.
     let pulls: Vec<&Value> = of_phase(&trace, "i")
@@ -123,7 +124,7 @@ fn a_window_clips_slices_and_opens_counters() {
         start_ns: 50_000_000,
         end_ns: 150_000_000,
     };
-    let trace = chrome_trace(&m, &RunEvents::of(&r), w);
+    let trace = chrome_trace(&m, &RunEvents::of(&r), w).to_value();
     assert_eq!(problems(&trace), Vec::<String>::new());
     for e in of_phase(&trace, "X") {
         let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
@@ -159,8 +160,8 @@ fn a_saved_run_gives_the_same_trace() {
     let m2 = file::from_info("run.json", &m.info()).unwrap();
     assert_eq!(m2, m);
     assert_eq!(
-        chrome_trace(&m2, &back, Window::ALL),
-        chrome_trace(&m, &RunEvents::of(&r), Window::ALL)
+        chrome_trace(&m2, &back, Window::ALL).to_value(),
+        chrome_trace(&m, &RunEvents::of(&r), Window::ALL).to_value()
     );
     let err = RunEvents::from_json("run.json", "{\"processes\": []}").unwrap_err();
     assert_eq!(
@@ -232,12 +233,18 @@ proptest! {
         let config = EngineConfig { record_trace: true, ..EngineConfig::default() };
         let p = &policy::POLICIES[pi];
         let r = run(&m, p.default_domains.parse().unwrap(), p.name, &w, &config);
-        let trace = chrome_trace(&m, &RunEvents::of(&r), Window::ALL);
+        let trace = chrome_trace(&m, &RunEvents::of(&r), Window::ALL).to_value();
         prop_assert_eq!(problems(&trace), Vec::<String>::new());
         prop_assert_eq!(of_phase(&trace, "X").count(), r.trace.len());
+        // An arrow needs the process's last slice on the source CPU ended by the move and its
+        // next one on the destination, both at least 2 ns long (each end sits 1 ns inside).
         let arrows = r.trace_events.migrations.iter()
-            .filter(|(t, pid, from, to, _)| r.trace.iter().any(|s| s.pid == *pid && s.cpu == *from && s.end_ns <= *t)
-                && r.trace.iter().any(|s| s.pid == *pid && s.cpu == *to && s.start_ns >= *t))
+            .filter(|(t, pid, from, to, _)| {
+                let on = |cpu: usize| r.trace.iter().filter(move |s| s.pid == *pid && s.cpu == cpu);
+                let last = on(*from).filter(|s| s.end_ns <= *t).max_by_key(|s| s.end_ns);
+                let next = on(*to).filter(|s| s.start_ns >= *t).min_by_key(|s| s.start_ns);
+                matches!((last, next), (Some(a), Some(b)) if a.end_ns - a.start_ns >= 1 && b.end_ns - b.start_ns >= 2)
+            })
             .count();
         prop_assert_eq!(of_phase(&trace, "s").count(), arrows);
     }

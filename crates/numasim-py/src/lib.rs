@@ -287,7 +287,7 @@ fn chrome_trace(
     let m = &machine.inner;
     py.detach(|| {
         let run = RunEvents::from_json(origin, run_json)?;
-        Ok(trace::chrome_trace(m, &run, window).to_string())
+        Ok(trace::chrome_trace(m, &run, window).to_json())
     })
     .map_err(input_err)
 }
