@@ -6,7 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.deps-installed
 
-.PHONY: demo test build check-rust check-python clean
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test build browser check-rust check-python clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +34,13 @@ check-rust:
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test -p numasim-core
 
-check-python: build
+# Headless Chromium for the run-report test (tests/test_run_report.py), from Debian's packages.
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	command -v google-chrome >/dev/null || $(SUDO) apt-get install -y -q chromium || \
+	{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+check-python: build browser
 	$(BIN)/ruff check python tests tools
 	$(BIN)/ruff format --check python tests tools
 	$(BIN)/pytest

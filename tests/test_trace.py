@@ -1,15 +1,13 @@
-"""Perfetto/Chrome traces: format rules, a golden hand-checked trace, windows, bad options."""
+"""Perfetto/Chrome traces from Python: the rules on a real run, the hand-checked run (its golden
+snapshot is in the core's tests), saved runs and `numasim trace`, windows, bad options."""
 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 from numasim import Machine, Workload, simulate
 from numasim.trace import chrome_trace, problems
 
-GOLDEN = Path(__file__).parent / "golden" / "trace-two-cpus.json"
 TWO_CPUS = 'name = "two"\ncpus_per_node = 2\ndistances = [[10]]\n'
 HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed\n"
 
@@ -35,22 +33,20 @@ def test_a_mehta_m1_trace_follows_the_rules(tmp_path, run):
             assert e["pid"] == e["tid"] // 2
 
 
-def test_problems_are_found():
+def test_problems_reach_the_core_checker():
+    # The rules themselves are tested in crates/numasim-core/tests/trace.rs; this checks that
+    # the Python entry point reports what the core finds.
     bad = {"traceEvents": [
         {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "node 0"}},
-        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "cpu 0"}},
-        {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": 0, "dur": 10},
-        {"ph": "X", "name": "b", "pid": 0, "tid": 0, "ts": 5, "dur": 10},
         {"ph": "X", "name": "c", "pid": 0, "tid": 1, "ts": 0, "dur": 1},
-        {"ph": "s", "name": "m", "id": 1, "pid": 0, "tid": 0, "ts": 3},
     ]}  # fmt: skip
-    found = problems(bad)
-    assert any("overlapping" in p for p in found)
-    assert any("unnamed thread 0/1" in p for p in found)
-    assert any("flow 1 lacks an end" in p for p in found)
+    assert problems(bad) == ["X event on unnamed thread 0/1"]
 
 
-def _two_cpu_trace(tmp_path):
+def test_a_python_run_traces_like_the_core_golden(tmp_path):
+    # The hand-checked two-CPU run of crates/numasim-core/tests/trace.rs (its insta snapshot is
+    # the golden trace), here with default balancing costs: each slice also holds the
+    # balancing work done on its CPU (a few µs), and P1's slice on CPU 1 its cache refill.
     m_path = tmp_path / "two.toml"
     m_path.write_text(TWO_CPUS)
     w_path = tmp_path / "w.csv"
@@ -60,32 +56,71 @@ def _two_cpu_trace(tmp_path):
     w_path.write_text(HEADER + "\n".join(rows) + "\n")
     m = Machine.from_file(m_path)
     r = simulate(m, Workload.load(w_path), domains="flat", trace=True)
-    return chrome_trace(m, r.raw)
-
-
-def test_golden_trace_of_the_hand_checked_two_cpu_run(tmp_path):
-    # tests/engine.rs checks this schedule by hand: P0 on CPU 1 (0-100 ms), P1 and P2 on CPU 0;
-    # CPU 1 pulls P1 at 103 ms (an arrow from P1's slice on CPU 0 to its slice on CPU 1).
-    trace = _two_cpu_trace(tmp_path)
+    trace = chrome_trace(m, r.raw_json)
     assert problems(trace) == []
     slices = sorted((e["tid"], e["name"], e["ts"], e["dur"]) for e in trace["traceEvents"]
                     if e["ph"] == "X")  # fmt: skip
-    # Default costs are on here (tests/engine.rs zeroes them): each slice also holds the
-    # balancing work done on its CPU (a few µs), and P1's slice on CPU 1 its 0.1 ms cache refill.
     assert slices == [
         (0, "pid 1", 0.0, 100000.0),
         (0, "pid 2", 100000.0, 300002.0),
         (1, "pid 0", 0.0, 100002.0),
         (1, "pid 1", 103000.0, 200115.2),
     ]
-    flows = [e for e in trace["traceEvents"] if e["ph"] in "sf"]
-    assert [(e["ph"], e["tid"], e["ts"]) for e in flows] == [
-        ("s", 0, 99999.999),
-        ("f", 1, 103000.0),
-    ]
-    if os.environ.get("NUMASIM_UPDATE_GOLDEN"):
-        GOLDEN.write_text(json.dumps(trace, indent=1) + "\n")
-    assert trace == json.loads(GOLDEN.read_text())
+    flows = [(e["ph"], e["tid"], e["ts"]) for e in trace["traceEvents"] if e["ph"] in "sf"]
+    assert flows == [("s", 0, 99999.999), ("f", 1, 103000.001)]
+
+
+def test_a_saved_run_gives_the_trace_of_the_run(tmp_path, run):
+    args = ["run", "--machine", "mehta-m3", "--workload", "n=40,exec=50", "--seed", "3",
+            "--policy", "origin-aware", "--out", tmp_path / "o"]  # fmt: skip
+    r = run(*args, "--trace", tmp_path / "direct.json", "--trace-window", "5:40")
+    assert r.code == 0, r.err
+    assert "o/run.json" in r.out and "o/events.json" in r.out
+    r = run("trace", tmp_path / "o", "--trace-window", "5:40")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == f"wrote {tmp_path / 'o' / 'trace.json'}\n"
+    assert (tmp_path / "o" / "trace.json").read_text() == (tmp_path / "direct.json").read_text()
+    r = run("trace", tmp_path / "o", "-o", tmp_path / "all.json", "--report", tmp_path / "r.html")
+    assert r.code == 0, r.err
+    trace = json.loads((tmp_path / "all.json").read_text())
+    assert problems(trace) == [] and trace["otherData"]["machine"] == "mehta-m3"
+    assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_bad_saved_runs(tmp_path, run):
+    r = run("trace", tmp_path / "nope")
+    assert (r.code, r.err) == (2, f"numasim: error: {tmp_path / 'nope'}: not a directory "
+                                  "(numasim run --out DIR saves a run there)\n")  # fmt: skip
+    d = tmp_path / "o"
+    assert run("run", "--machine", "mehta-m3", "--workload", "n=4", "--out", d).code == 0
+    run_json = json.loads((d / "run.json").read_text())
+    events = (d / "events.json").read_text()
+    bad_table = {**run_json["machine"], "distances": [[10, 5], [5, 10]]}
+    cases = [
+        ("run.json", "{", "run.json: line 1: not valid JSON: Expecting property name enclosed"),
+        ("run.json", json.dumps({**run_json, "format": 7}), "run.json: field format: 7 is not 1"),
+        ("run.json", json.dumps({**run_json, "machine": bad_table}),
+         "run.json (field distances): row 0, column 1: 5 is below 10"),
+        ("events.json", events[:100], "events.json: EOF while parsing"),
+        ("events.json", "{}", "events.json: missing field `processes`"),
+    ]  # fmt: skip
+    for name, text, message in cases:
+        good = (d / name).read_text()
+        (d / name).write_text(text)
+        r = run("trace", d)
+        assert r.code == 2 and r.err.startswith(f"numasim: error: {d}/{message}"), r.err
+        assert r.err.count("\n") == 1
+        (d / name).write_text(good)
+    # The report also needs the summary, which a trace does not read.
+    no_summary = json.loads(events)
+    del no_summary["summary"]
+    (d / "events.json").write_text(json.dumps(no_summary))
+    r = run("trace", d, "--report", tmp_path / "r.html")
+    assert (r.code, r.err) == (2, f"numasim: error: {d}/events.json: field summary: missing\n")
+    assert (d / "trace.json").is_file(), "the trace made before the error is kept"
+    (d / "events.json").unlink()
+    r = run("trace", d)
+    assert r.code == 2 and "events.json: cannot read the saved run" in r.err
 
 
 def test_trace_window_keeps_a_part(tmp_path, run):

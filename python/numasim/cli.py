@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import click
 
 from numasim import _core
+from numasim._core import InputError
 from numasim.machine import Machine, builders, presets
 from numasim.render import domains_text, machine_text, summary_text
+from numasim.saved import RunRecord
 from numasim.sim import Workload, default_domains, policies, simulate
 
 EXIT_BAD_INPUT = 2
@@ -86,6 +89,7 @@ def topology(
 @click.option("--trace-window", default=None, help="START:END in ms: trace only that part.")
 @click.option("--traces", "n_traces", type=click.IntRange(min=0), default=0,
               help="Print the migration traces of N processes.")  # fmt: skip
+@click.option("--report", "report_file", default=None, help="Write a one-page HTML report.")
 def run(
     machine_spec: str,
     workload_spec: str,
@@ -98,47 +102,74 @@ def run(
     trace_file: str | None,
     trace_window: str | None,
     n_traces: int,
+    report_file: str | None,
 ) -> None:
-    """Simulate one run and print its summary."""
+    """Simulate one run and print its summary.
+
+    With --out DIR the run is saved (run.json, events.json) besides its tables, and
+    `numasim trace DIR` makes its trace or report later.
+    """
     window = _parse_window(trace_window)
     m = Machine.load(machine_spec, cpus_per_node)
     _warn(m)
     builder = builder or default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
-    traced = bool(trace_file or n_traces or out)
+    traced = bool(trace_file or n_traces or out or report_file)
     result = simulate(m, workload, policy=policy, domains=builder, trace=traced)
-    if trace_file:
-        _write_trace(m, result, trace_file, window)
+    record = RunRecord(m, policy, builder, workload_spec, seed, result.raw_json)
+    written = []
     if out:
-        from pathlib import Path
-
-        d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        result.processes.to_csv(d / "processes.csv", index=False)
-        (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
-        workload.save(d / "workload.csv")
-        import pandas as pd
-
-        from numasim.trace import migration_table
-
-        cols = ["time_ms", "pid", "from_cpu", "to_cpu", "from_node", "to_node", "kind", "level"]
-        pd.DataFrame(migration_table(m, result.raw), columns=cols).to_csv(
-            d / "migrations.csv", index=False
-        )
+        written += _save_run(record, result, workload, Path(out))
+    if trace_file:
+        written.append(_write_trace(record, trace_file, window))
+    if report_file:
+        written.append(_write_report(record, report_file))
     if as_json:
         click.echo(json.dumps(result.raw_summary))
-    else:
-        click.echo(summary_text(m.name, policy, builder, result))
-        if n_traces:
-            from numasim.trace import process_traces
+        return
+    click.echo(summary_text(m.name, policy, builder, result))
+    if n_traces:
+        from numasim.trace import process_traces
 
-            click.echo("")
-            click.echo(process_traces(m, result.raw, n_traces))
-        if out:
-            click.echo(
-                f"wrote {out}/processes.csv, {out}/summary.json, {out}/workload.csv, "
-                f"{out}/migrations.csv"
-            )
+        click.echo("")
+        click.echo(process_traces(m, result.raw, n_traces))
+    if written:
+        click.echo(f"wrote {', '.join(written)}")
+
+
+def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[str]:
+    """The run's tables (processes, summary, workload, migrations) and the run itself."""
+    import pandas as pd
+
+    from numasim.trace import migration_table
+
+    d.mkdir(parents=True, exist_ok=True)
+    result.processes.to_csv(d / "processes.csv", index=False)
+    (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
+    workload.save(d / "workload.csv")
+    cols = ["time_ms", "pid", "from_cpu", "to_cpu", "from_node", "to_node", "kind", "level"]
+    pd.DataFrame(migration_table(record.machine, result.raw), columns=cols).to_csv(
+        d / "migrations.csv", index=False
+    )
+    names = ["processes.csv", "summary.json", "workload.csv", "migrations.csv"]
+    return [str(d / n) for n in names] + [str(p) for p in record.save(d)]
+
+
+@cli.command()
+@click.argument("saved", metavar="DIR")
+@click.option("--out", "-o", "trace_file", default=None,
+              help="Trace JSON to write (default: DIR/trace.json).")  # fmt: skip
+@click.option("--trace-window", default=None, help="START:END in ms: trace only that part.")
+@click.option("--report", "report_file", default=None, help="Also write the HTML report.")
+def trace(saved: str, trace_file: str | None, trace_window: str | None,
+          report_file: str | None) -> None:  # fmt: skip
+    """Write the Perfetto trace of a run saved by `numasim run --out DIR`."""
+    window = _parse_window(trace_window)
+    record = RunRecord.load(saved)
+    written = [_write_trace(record, trace_file or str(Path(saved) / "trace.json"), window)]
+    if report_file:
+        written.append(_write_report(record, report_file))
+    click.echo(f"wrote {', '.join(written)}")
 
 
 @cli.command()
@@ -182,18 +213,32 @@ def _parse_window(text: str | None) -> tuple[float, float] | None:
     return start, end
 
 
-def _write_trace(m: Machine, result, path: str, window) -> None:
-    from numasim.trace import chrome_trace
+def _write_trace(record: RunRecord, path: str, window) -> str:
+    from numasim.trace import trace_text
 
-    text = json.dumps(chrome_trace(m, result.raw, window))
-    with open(path, "w") as f:
-        f.write(text)
+    text = trace_text(record.machine, record.result_json, window, record.origin)
+    _write(path, text)
     if len(text) > TRACE_WARN_BYTES:
         click.echo(
             f"numasim: warning: the trace {path} is {len(text) / 2**20:.0f} MB; "
             "--trace-window START:END (ms) keeps a part of the run",
             err=True,
         )
+    return path
+
+
+def _write_report(record: RunRecord, path: str) -> str:
+    from numasim.run_report import html_report
+
+    _write(path, html_report(record))
+    return path
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
 
 def _progress():
@@ -215,8 +260,6 @@ def _progress():
 
 
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool) -> None:
-    from pathlib import Path
-
     import pandas as pd
 
     from numasim import experiment as ex

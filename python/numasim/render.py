@@ -97,36 +97,48 @@ def domains_text(
     return "\n".join(lines)
 
 
-def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
-    """The run summary for the terminal."""
-    s = result.raw_summary
+def summary_items(s: dict[str, Any], procs: Any) -> list[tuple[str, str]]:
+    """The run summary as (label, text) pairs: the terminal's lines and the report's table.
+    ``s`` is the engine's summary dict, ``procs`` the processes (DataFrame or list of dicts)."""
     b = s["balance"]
     kinds = ", ".join(f"{k} {v}" for k, v in s["migrations_by_kind"] if v)
     levels = " ".join(f"{d}:{n}" for d, n in zip(s["mals"], s["migrations_by_level"], strict=True))
     far_levels = " ".join(
         f"{d}:{n}" for d, n in zip(s["mals"][1:], s["far_by_level"][1:], strict=True)
     )
-    lines = [
-        f"{machine} · {policy} over {builder} domains · {s['processes']} processes",
-        f"turnaround   mean {s['mean_tat_ms']:.1f} ms, median {s['median_tat_ms']:.1f} ms, "
-        f"p95 {s['p95_tat_ms']:.1f} ms",
-        f"response     mean {s['mean_response_ms']:.2f} ms; "
-        f"waiting mean {s['mean_waiting_ms']:.1f} ms",
-        f"makespan     {s['makespan_ms']:.1f} ms; utilisation {100 * s['utilisation']:.1f} %",
-        f"migrations   {s['migrations']} ({kinds or 'none'}); by distance {levels}",
-        f"balancing    periodic {sum(b['periodic'])}, newly idle {sum(b['newidle'])}, "
-        f"active {sum(b['active'])}; cost {b['cost_ms']:.3f} ms",
-        f"memory       stall {s['memory_ms']:.1f} ms; mean remote factor "
-        f"{s['mean_remote_factor']:.3f}",
-        f"far from origin  {s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
-        f"by level {far_levels or '-'}",
-    ]
-    procs = result.processes
-    if (procs["fast_cpu_ms"] > 0).any():  # a machine with speed cores
-        lines.append(
-            f"core classes fast {procs['fast_cpu_ms'].sum():.1f} ms, slow "
-            f"{procs['slow_cpu_ms'].sum():.1f} ms of CPU time; idle balancing fast "
-            f"{b['idle_fast']}, slow {b['idle_slow']}; migrations between classes "
-            f"{s['migrations_between_classes']}"
-        )
+    items = [
+        ("turnaround", f"mean {s['mean_tat_ms']:.1f} ms, median {s['median_tat_ms']:.1f} ms, "
+                       f"p95 {s['p95_tat_ms']:.1f} ms"),
+        ("response", f"mean {s['mean_response_ms']:.2f} ms; "
+                     f"waiting mean {s['mean_waiting_ms']:.1f} ms"),
+        ("makespan", f"{s['makespan_ms']:.1f} ms; utilisation {100 * s['utilisation']:.1f} %"),
+        ("migrations", f"{s['migrations']} ({kinds or 'none'}); by distance {levels}"),
+        ("balancing", f"periodic {sum(b['periodic'])}, newly idle {sum(b['newidle'])}, "
+                      f"active {sum(b['active'])}; cost {b['cost_ms']:.3f} ms"),
+        ("memory", f"stall {s['memory_ms']:.1f} ms; mean remote factor "
+                   f"{s['mean_remote_factor']:.3f}"),
+        ("far from origin", f"{s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
+                            f"by level {far_levels or '-'}"),
+    ]  # fmt: skip
+    fast = sum(p["fast_cpu_ms"] for p in _records(procs))
+    if fast > 0:  # a machine with speed cores
+        slow = sum(p["slow_cpu_ms"] for p in _records(procs))
+        items.append(
+            ("core classes", f"fast {fast:.1f} ms, slow {slow:.1f} ms of CPU time; idle "
+                             f"balancing fast {b['idle_fast']}, slow {b['idle_slow']}; "
+                             f"migrations between classes {s['migrations_between_classes']}")
+        )  # fmt: skip
+    return items
+
+
+def _records(procs: Any) -> list[dict[str, Any]]:
+    return procs.to_dict("records") if hasattr(procs, "to_dict") else list(procs)
+
+
+def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
+    """The run summary for the terminal."""
+    s = result.raw_summary
+    lines = [f"{machine} · {policy} over {builder} domains · {s['processes']} processes"]
+    for label, text in summary_items(s, result.processes):
+        lines.append(f"{label:<12} {text}" if len(label) <= 12 else f"{label}  {text}")
     return "\n".join(lines)

@@ -70,7 +70,8 @@ _VECTOR_FIELDS = ("utilisation_per_cpu", "migrations_by_level", "far_by_level", 
 
 @dataclass
 class Result:
-    """One run: ``processes`` and ``summary`` as DataFrames, the raw summary dict, the trace."""
+    """One run: ``processes`` and ``summary`` as DataFrames, the raw summary dict, the trace;
+    ``raw_json`` is the engine's result as it came (what a saved run keeps)."""
 
     processes: pd.DataFrame
     summary: pd.DataFrame
@@ -78,6 +79,7 @@ class Result:
     trace: pd.DataFrame = field(default_factory=pd.DataFrame)
     events: int = 0
     raw: dict[str, Any] = field(default_factory=dict)
+    raw_json: str = ""
 
 
 def _summary_row(s: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +113,8 @@ def simulate(
     if isinstance(workload, str):
         workload = Workload.generate(machine, workload, seed)
     builder = domains or default_domains(policy)
-    raw = json.loads(_core.simulate(machine._core, workload._core, policy, builder, trace))
+    raw_json = _core.simulate(machine._core, workload._core, policy, builder, trace)
+    raw = json.loads(raw_json)
     kinds = _core.migration_kinds()
     procs = pd.DataFrame(raw["processes"])
     for i, kind in enumerate(kinds):
@@ -124,6 +127,7 @@ def simulate(
         trace=pd.DataFrame(raw["trace"], columns=["cpu", "pid", "start_ns", "end_ns"]),
         events=raw["events"],
         raw=raw,
+        raw_json=raw_json,
     )
 
 

@@ -1,0 +1,94 @@
+"""A run with what it ran on: kept by ``numasim run --out DIR``, read back by ``numasim trace``.
+
+```
+DIR/run.json      {"format": 1, "machine": {... topology --json's machine ...},
+                   "policy": ..., "domains": ..., "workload": ..., "seed": ...}
+DIR/events.json   the engine's result as it came: processes, summary, running intervals
+                  ("trace") and recorded events ("trace_events": migrations, balancing
+                  attempts, runqueue lengths)
+```
+
+The machine is stored whole (not by name), so a saved run reads back even after a preset
+changes or on a machine without the machine file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from numasim import _core
+from numasim._core import InputError
+from numasim.machine import Machine
+
+FORMAT = 1
+RUN_FILE = "run.json"
+EVENTS_FILE = "events.json"
+RESULT_KEYS = ("processes", "summary", "trace", "trace_events")
+
+
+@dataclass
+class RunRecord:
+    """One traced run: the machine, how it ran, and the engine's result text."""
+
+    machine: Machine
+    policy: str
+    domains: str
+    workload: str
+    seed: int
+    result_json: str
+    #: Names the result in error messages (the events file of a saved run).
+    origin: str = "run"
+
+    @cached_property
+    def result(self) -> dict[str, Any]:
+        """The engine's result (processes, summary, trace, trace_events), parsed when first
+        needed (a trace alone is built by the core from the text)."""
+        try:
+            result = json.loads(self.result_json)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{self.origin}: line {e.lineno}: not valid JSON: {e.msg}") from None
+        for key in RESULT_KEYS:
+            if not isinstance(result, dict) or key not in result:
+                raise InputError(f"{self.origin}: field {key}: missing")
+        return result
+
+    def save(self, out: Path) -> list[Path]:
+        """Writes run.json and events.json into ``out``; returns their paths."""
+        run = {"format": FORMAT, "machine": self.machine.info, "policy": self.policy,
+               "domains": self.domains, "workload": self.workload, "seed": self.seed}  # fmt: skip
+        paths = [out / RUN_FILE, out / EVENTS_FILE]
+        paths[0].write_text(json.dumps(run, indent=1) + "\n")
+        paths[1].write_text(self.result_json)
+        return paths
+
+    @classmethod
+    def load(cls, out: str | Path) -> RunRecord:
+        """Reads a directory written by ``save``; bad or missing files are an InputError."""
+        out = Path(out)
+        if not out.is_dir():
+            raise InputError(f"{out}: not a directory (numasim run --out DIR saves a run there)")
+        texts = {}
+        for name in (RUN_FILE, EVENTS_FILE):
+            try:
+                texts[name] = (out / name).read_text()
+            except OSError as e:
+                raise InputError(f"{out / name}: cannot read the saved run: {e.strerror}") from None
+        origin = str(out / RUN_FILE)
+        try:
+            run = json.loads(texts[RUN_FILE])
+        except json.JSONDecodeError as e:
+            raise InputError(f"{origin}: line {e.lineno}: not valid JSON: {e.msg}") from None
+        if not isinstance(run, dict):
+            raise InputError(f"{origin}: a saved run must be a JSON object")
+        if run.get("format") != FORMAT:
+            raise InputError(f"{origin}: field format: {run.get('format')!r} is not {FORMAT}")
+        for key in ("machine", "policy", "domains", "workload", "seed"):
+            if key not in run:
+                raise InputError(f"{origin}: field {key}: missing")
+        machine = Machine(_core.Machine.from_info_json(json.dumps(run["machine"]), origin))
+        return cls(machine, run["policy"], run["domains"], run["workload"], run["seed"],
+                   texts[EVENTS_FILE], str(out / EVENTS_FILE))  # fmt: skip
