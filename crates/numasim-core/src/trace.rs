@@ -36,7 +36,7 @@
 //! Known limits: the remote factor is the process's mean over the run, not per slice.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -399,8 +399,17 @@ pub fn utilisation_timeline(
     busy
 }
 
-/// Violations of the rules numasim promises of a trace (empty when it keeps them all).
+/// Times are whole nanoseconds written as floating-point µs, so `ts + dur` of a slice may
+/// exceed the next slice's `ts` by a few 1e-9 µs late in a long run; less than 0.1 ns is not
+/// an overlap.
+const TIME_SLACK_US: f64 = 1e-4;
+
+/// Violations of the rules numasim promises of a trace (empty when it keeps them all):
+/// every `X` has `ts` and `dur ≥ 0`; slices on one thread never overlap; every flow has one
+/// `s` and one `f`, the `f` not before the `s`, and each lies inside a slice of its thread
+/// (where a viewer binds it); metadata names every process and thread used.
 pub fn problems(trace: &Value) -> Vec<String> {
+    type Track = (String, String);
     let mut out = Vec::new();
     let Some(events) = trace.get("traceEvents").and_then(Value::as_array) else {
         return vec!["no traceEvents array".into()];
@@ -412,52 +421,60 @@ pub fn problems(trace: &Value) -> Vec<String> {
             .unwrap_or("")
             .to_string()
     };
-    let (mut named_pids, mut named_tids) = (Vec::new(), Vec::new());
+    let (mut named_pids, mut named_tids) = (BTreeSet::new(), BTreeSet::new());
     for e in events.iter().filter(|e| ph_of(e) == "M") {
         match e.get("name").and_then(Value::as_str) {
-            Some("process_name") => named_pids.push(field(e, "pid")),
-            Some("thread_name") => named_tids.push((field(e, "pid"), field(e, "tid"))),
+            Some("process_name") => {
+                named_pids.insert(field(e, "pid"));
+            }
+            Some("thread_name") => {
+                named_tids.insert((field(e, "pid"), field(e, "tid")));
+            }
             _ => {}
         }
     }
-    let mut by_thread: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
-    let mut flows: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    let mut by_thread: BTreeMap<Track, Vec<(f64, f64)>> = BTreeMap::new();
+    // Flow id → phase → (ts, track).
+    let mut flows: BTreeMap<String, BTreeMap<String, (f64, Track)>> = BTreeMap::new();
     for e in events {
         let ph = ph_of(e);
         if ph == "M" {
             continue;
         }
-        let (pid, tid) = (field(e, "pid"), field(e, "tid"));
-        if !named_pids.contains(&pid) {
-            out.push(format!("{ph} event on unnamed process {pid}"));
+        let track = (field(e, "pid"), field(e, "tid"));
+        if !named_pids.contains(&track.0) {
+            out.push(format!("{ph} event on unnamed process {}", track.0));
         }
-        if "Xsfi".contains(ph.as_str()) && !named_tids.contains(&(pid.clone(), tid.clone())) {
-            out.push(format!("{ph} event on unnamed thread {pid}/{tid}"));
+        if "Xsfi".contains(ph.as_str()) && !named_tids.contains(&track) {
+            out.push(format!(
+                "{ph} event on unnamed thread {}/{}",
+                track.0, track.1
+            ));
         }
         let ts = e.get("ts").and_then(Value::as_f64);
         match ph.as_str() {
             "X" => match (ts, e.get("dur").and_then(Value::as_f64)) {
                 (Some(ts), Some(dur)) if dur >= 0.0 => {
-                    by_thread
-                        .entry((pid, tid))
-                        .or_default()
-                        .push((ts, ts + dur));
+                    by_thread.entry(track).or_default().push((ts, ts + dur));
                 }
                 _ => out.push(format!("X without ts and dur >= 0: {e}")),
             },
             "s" | "f" => {
                 let ends = flows.entry(field(e, "id")).or_default();
-                if ends.insert(ph.clone(), ts.unwrap_or(f64::NAN)).is_some() {
+                if ends
+                    .insert(ph.clone(), (ts.unwrap_or(f64::NAN), track))
+                    .is_some()
+                {
                     out.push(format!("flow {} has two '{ph}'", field(e, "id")));
                 }
             }
             _ => {}
         }
     }
-    for ((pid, tid), mut spans) in by_thread {
+    for ((pid, tid), spans) in &mut by_thread {
         spans.sort_by(|a, b| a.partial_cmp(b).expect("finite times"));
         for w in spans.windows(2) {
-            if w[1].0 < w[0].1 - 1e-9 {
+            if w[1].0 < w[0].1 - TIME_SLACK_US {
                 out.push(format!(
                     "overlapping slices on {pid}/{tid}: {}-{} and {}",
                     w[0].0, w[0].1, w[1].0
@@ -465,10 +482,25 @@ pub fn problems(trace: &Value) -> Vec<String> {
             }
         }
     }
+    let inside = |t: f64, track: &Track| {
+        let spans = by_thread.get(track).map_or(&[][..], Vec::as_slice);
+        let i = spans.partition_point(|&(start, _)| start <= t);
+        i > 0 && t < spans[i - 1].1
+    };
     for (id, ends) in flows {
         match (ends.get("s"), ends.get("f")) {
-            (Some(s), Some(f)) if f < s => out.push(format!("flow {id} finishes before it starts")),
-            (Some(_), Some(_)) => {}
+            (Some(s), Some(f)) => {
+                if f.0 < s.0 {
+                    out.push(format!("flow {id} finishes before it starts"));
+                }
+                for (ph, (t, track)) in [("s", s), ("f", f)] {
+                    if !inside(*t, track) {
+                        out.push(format!(
+                            "flow {id}: its '{ph}' at {t} is in no slice of its thread"
+                        ));
+                    }
+                }
+            }
             _ => out.push(format!(
                 "flow {id} lacks an end: has {:?}",
                 ends.keys().collect::<Vec<_>>()

@@ -199,10 +199,12 @@ fn problems_are_found() {
         {"ph": "s", "name": "m", "id": 1, "pid": 0, "tid": 0, "ts": 3},
         {"ph": "s", "name": "m", "id": 2, "pid": 0, "tid": 0, "ts": 3},
         {"ph": "f", "name": "m", "id": 2, "pid": 0, "tid": 0, "ts": 2},
+        {"ph": "s", "name": "m", "id": 3, "pid": 0, "tid": 0, "ts": 1},
+        {"ph": "f", "name": "m", "id": 3, "pid": 0, "tid": 0, "ts": 20},
         {"ph": "C", "name": "q", "pid": 4, "ts": 2, "args": {"n": 1}},
     ]});
     let found = problems(&bad);
-    assert_eq!(found.len(), 6, "{found:#?}");
+    assert_eq!(found.len(), 7, "{found:#?}");
     for expected in [
         "X event on unnamed thread 0/1",
         "X without ts and dur >= 0",
@@ -210,12 +212,26 @@ fn problems_are_found() {
         "overlapping slices on 0/0: 0-10 and 5",
         "flow 1 lacks an end",
         "flow 2 finishes before it starts",
+        "flow 3: its 'f' at 20 is in no slice of its thread",
     ] {
         assert!(
             found.iter().any(|p| p.starts_with(expected)),
             "{expected}: {found:#?}"
         );
     }
+}
+
+#[test]
+fn float_rounding_of_whole_nanoseconds_is_no_overlap() {
+    // From a 3000-process run: 16883303653 ns + 61580179 ns ends where the next slice starts,
+    // but in µs the sum of the two floats is 16944883.832000002.
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "node 0"}},
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "cpu 0"}},
+        {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": 16_883_303.653, "dur": 61_580.179},
+        {"ph": "X", "name": "b", "pid": 0, "tid": 0, "ts": 16_944_883.832, "dur": 1.0},
+    ]});
+    assert_eq!(problems(&trace), Vec::<String>::new());
 }
 
 proptest! {
