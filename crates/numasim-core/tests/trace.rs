@@ -187,11 +187,19 @@ fn utilisation_timeline_of_the_two_cpu_run() {
     );
 }
 
+/// A trace with node 0 and its CPU 0 named, then `events`.
+fn on_cpu_0(events: Value) -> Value {
+    let mut all = vec![
+        serde_json::json!({"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "node 0"}}),
+        serde_json::json!({"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "cpu 0"}}),
+    ];
+    all.extend(events.as_array().unwrap().iter().cloned());
+    serde_json::json!({ "traceEvents": all })
+}
+
 #[test]
 fn problems_are_found() {
-    let bad = serde_json::json!({"traceEvents": [
-        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "node 0"}},
-        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "cpu 0"}},
+    let bad = on_cpu_0(serde_json::json!([
         {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": 0, "dur": 10},
         {"ph": "X", "name": "b", "pid": 0, "tid": 0, "ts": 5, "dur": 10},
         {"ph": "X", "name": "c", "pid": 0, "tid": 1, "ts": 0, "dur": 1},
@@ -202,7 +210,7 @@ fn problems_are_found() {
         {"ph": "s", "name": "m", "id": 3, "pid": 0, "tid": 0, "ts": 1},
         {"ph": "f", "name": "m", "id": 3, "pid": 0, "tid": 0, "ts": 20},
         {"ph": "C", "name": "q", "pid": 4, "ts": 2, "args": {"n": 1}},
-    ]});
+    ]));
     let found = problems(&bad);
     assert_eq!(found.len(), 7, "{found:#?}");
     for expected in [
@@ -225,12 +233,10 @@ fn problems_are_found() {
 fn float_rounding_of_whole_nanoseconds_is_no_overlap() {
     // From a 3000-process run: 16883303653 ns + 61580179 ns ends where the next slice starts,
     // but in µs the sum of the two floats is 16944883.832000002.
-    let trace = serde_json::json!({"traceEvents": [
-        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "node 0"}},
-        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "cpu 0"}},
+    let trace = on_cpu_0(serde_json::json!([
         {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": 16_883_303.653, "dur": 61_580.179},
         {"ph": "X", "name": "b", "pid": 0, "tid": 0, "ts": 16_944_883.832, "dur": 1.0},
-    ]});
+    ]));
     assert_eq!(problems(&trace), Vec::<String>::new());
 }
 
