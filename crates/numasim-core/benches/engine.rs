@@ -3,9 +3,8 @@
 //! peak memory come from `numasim bench`; see docs/PERFORMANCE.md.
 
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, PolicyContext};
+use numasim_core::engine::{self, EngineConfig};
 use numasim_core::machine::{generate::Generator, Machine, MachineParts};
-use numasim_core::policy;
 use numasim_core::workload::{Workload, WorkloadSpec};
 
 fn main() {
@@ -33,23 +32,18 @@ fn machine(nodes: usize, cpn: usize, group_sizes: Vec<usize>, distances: Vec<u32
 }
 
 fn workload(m: &Machine, spec: &str) -> Workload {
-    let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
     WorkloadSpec::parse("b", spec)
         .unwrap()
-        .generate("b", 1, &node_cpus)
+        .generate("b", 1, m.node_cpu_lists())
         .unwrap()
 }
 
 fn run(m: &Machine, b: Builder, w: &Workload) -> u64 {
     let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig::default();
-    let ctx = PolicyContext {
-        machine: m,
-        domains: &d,
-        config: &config,
-    };
-    let mut p = policy::by_name("linux26", &ctx).unwrap();
-    engine::run(m, &d, w, p.as_mut(), &config).unwrap().events
+    engine::run_policy(m, &d, w, "linux26", &config)
+        .unwrap()
+        .events
 }
 
 /// Event loop: 500 CPU-bound processes on a 16 × 2 machine with 6 levels (scenario a's shape).

@@ -10,10 +10,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::domains::{BuildOptions, Builder};
-use crate::engine::{self, EngineConfig, PolicyContext};
+use crate::engine::{self, EngineConfig};
 use crate::error::Result;
 use crate::machine::Machine;
-use crate::policy;
 use crate::workload::WorkloadSpec;
 
 /// Timings and size of one benchmark run.
@@ -39,21 +38,16 @@ pub fn run(
     builder: Builder,
 ) -> Result<BenchResult> {
     let t0 = Instant::now();
-    let node_cpus: Vec<Vec<usize>> = (0..machine.nodes())
-        .map(|n| machine.node_cpus(n).to_vec())
-        .collect();
-    let workload = WorkloadSpec::parse("scenario", spec)?.generate("scenario", seed, &node_cpus)?;
+    let workload = WorkloadSpec::parse("scenario", spec)?.generate(
+        "scenario",
+        seed,
+        machine.node_cpu_lists(),
+    )?;
     let t1 = Instant::now();
     let domains = builder.build(machine, &BuildOptions::default());
     let t2 = Instant::now();
     let config = EngineConfig::default();
-    let ctx = PolicyContext {
-        machine,
-        domains: &domains,
-        config: &config,
-    };
-    let mut p = policy::by_name(policy_name, &ctx)?;
-    let r = engine::run(machine, &domains, &workload, p.as_mut(), &config)?;
+    let r = engine::run_policy(machine, &domains, &workload, policy_name, &config)?;
     let t3 = Instant::now();
     let run_s = (t3 - t2).as_secs_f64();
     Ok(BenchResult {

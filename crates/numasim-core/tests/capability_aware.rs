@@ -197,13 +197,12 @@ fn threads_of_one_process_stay_on_one_core_class() {
     let m = testutils::preset("amc1");
     let d = Builder::TwoLevel.build(&m, &BuildOptions::default());
     let config = EngineConfig::default();
-    let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
     let w = WorkloadSpec::parse(
         "w",
         "n=96,kind=mixed,exec=20-200,arrival=uniform:300,threads=4",
     )
     .unwrap()
-    .generate("w", 5, &node_cpus)
+    .generate("w", 5, m.node_cpu_lists())
     .unwrap();
     let ctx = PolicyContext {
         machine: &m,

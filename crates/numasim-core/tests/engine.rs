@@ -1,7 +1,7 @@
 //! Hand-computed schedules and engine invariants.
 
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, PolicyContext, RunResult};
+use numasim_core::engine::{self, EngineConfig, RunResult};
 use numasim_core::machine::Machine;
 use numasim_core::policy;
 use numasim_core::testutils;
@@ -18,13 +18,7 @@ fn proc(pid: u32, arrival_ms: u64, demand_ms: u64, spawn: u32, mem: f64) -> Proc
 
 fn simulate(m: &Machine, builder: Builder, w: &Workload, config: &EngineConfig) -> RunResult {
     let d = builder.build(m, &BuildOptions::default());
-    let ctx = PolicyContext {
-        machine: m,
-        domains: &d,
-        config,
-    };
-    let mut p = policy::by_name("linux26", &ctx).unwrap();
-    engine::run(m, &d, w, p.as_mut(), config).unwrap()
+    engine::run_policy(m, &d, w, "linux26", config).unwrap()
 }
 
 fn tat(r: &RunResult) -> Vec<f64> {

@@ -3,9 +3,8 @@
 //! once, CPU time adds up, and the same seed gives the same result — also run in parallel.
 
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, PolicyContext, RunResult};
+use numasim_core::engine::{self, EngineConfig, RunResult};
 use numasim_core::machine::Machine;
-use numasim_core::policy;
 use numasim_core::testutils;
 use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
@@ -25,18 +24,11 @@ fn run(m: &Machine, b: Builder, policy: &str, spec: &str, seed: u64, trace: bool
         record_trace: trace,
         ..EngineConfig::default()
     };
-    let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
     let w = WorkloadSpec::parse("w", spec)
         .unwrap()
-        .generate("w", seed, &node_cpus)
+        .generate("w", seed, m.node_cpu_lists())
         .unwrap();
-    let ctx = PolicyContext {
-        machine: m,
-        domains: &d,
-        config: &config,
-    };
-    let mut p = policy::by_name(policy, &ctx).unwrap();
-    engine::run(m, &d, &w, p.as_mut(), &config).unwrap()
+    engine::run_policy(m, &d, &w, policy, &config).unwrap()
 }
 
 fn machine() -> impl Strategy<Value = Machine> {

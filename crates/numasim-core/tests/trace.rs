@@ -2,7 +2,7 @@
 //! back, and the trace rules on every policy over random machines and workloads.
 
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, PolicyContext, RunResult};
+use numasim_core::engine::{self, EngineConfig, RunResult};
 use numasim_core::machine::{file, Machine};
 use numasim_core::policy;
 use numasim_core::testutils;
@@ -13,13 +13,7 @@ use serde_json::Value;
 
 fn run(m: &Machine, b: Builder, policy: &str, w: &Workload, config: &EngineConfig) -> RunResult {
     let d = b.build(m, &BuildOptions::default());
-    let ctx = PolicyContext {
-        machine: m,
-        domains: &d,
-        config,
-    };
-    let mut p = policy::by_name(policy, &ctx).unwrap();
-    engine::run(m, &d, w, p.as_mut(), config).unwrap()
+    engine::run_policy(m, &d, w, policy, config).unwrap()
 }
 
 /// tests/engine.rs's `idle_cpu_pulls_once_the_task_is_cache_cold`, traced: one node, two CPUs,
@@ -249,9 +243,8 @@ proptest! {
     fn traces_keep_the_rules(n in 1usize..5, cpn in 1usize..4, procs in 1usize..30, exec in 1u32..60,
                              pi in 0usize..policy::POLICIES.len(), seed in 0u64..1000) {
         let m = testutils::machine(&testutils::two_level_table(n, 21), cpn);
-        let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|i| m.node_cpus(i).to_vec()).collect();
         let spec = format!("n={procs},kind=mixed,exec=1-{exec},arrival=uniform:50,burst=3,wait=5");
-        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, &node_cpus).unwrap();
+        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
         let config = EngineConfig { record_trace: true, ..EngineConfig::default() };
         let p = &policy::POLICIES[pi];
         let r = run(&m, p.default_domains.parse().unwrap(), p.name, &w, &config);

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use numasim_core::domains::{sd, BuildOptions, Builder};
-use numasim_core::engine::{EngineConfig, PolicyContext};
+use numasim_core::engine::EngineConfig;
 use numasim_core::machine::{file, sysfs};
 use numasim_core::trace::{self, RunEvents, Window};
 use numasim_core::workload::WorkloadSpec;
@@ -193,9 +193,8 @@ impl Workload {
     #[pyo3(signature = (machine, spec, seed, origin="--workload"))]
     fn generate(machine: &Machine, spec: &str, seed: u64, origin: &str) -> PyResult<Self> {
         let m = &machine.inner;
-        let node_cpus: Vec<Vec<usize>> = (0..m.nodes()).map(|n| m.node_cpus(n).to_vec()).collect();
         let w = WorkloadSpec::parse(origin, spec)
-            .and_then(|s| s.generate(origin, seed, &node_cpus))
+            .and_then(|s| s.generate(origin, seed, m.node_cpu_lists()))
             .map_err(input_err)?;
         Ok(Self { inner: w })
     }
@@ -255,13 +254,7 @@ fn simulate(
     };
     py.detach(|| {
         let domains = b.build(m, &BuildOptions::default());
-        let ctx = PolicyContext {
-            machine: m,
-            domains: &domains,
-            config: &config,
-        };
-        let mut p = numasim_core::policy::by_name(policy, &ctx)?;
-        let r = numasim_core::engine::run(m, &domains, w, p.as_mut(), &config)?;
+        let r = numasim_core::engine::run_policy(m, &domains, w, policy, &config)?;
         Ok(serde_json::to_string(&r).expect("serialisable"))
     })
     .map_err(input_err)

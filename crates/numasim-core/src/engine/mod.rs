@@ -866,6 +866,24 @@ pub fn run(
     drive(s, policy)
 }
 
+/// Runs `workload` on `machine` under the policy a setting names (`name[:key=value,...]`),
+/// built for these domains and this config: what the bindings, `numasim bench` and tests run.
+pub fn run_policy(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &Workload,
+    policy: &str,
+    config: &EngineConfig,
+) -> Result<RunResult> {
+    let ctx = PolicyContext {
+        machine,
+        domains,
+        config,
+    };
+    let mut p = crate::policy::by_name(policy, &ctx)?;
+    run(machine, domains, workload, p.as_mut(), config)
+}
+
 /// Runs the event loop from `s` until every process has completed.
 fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     let n = s.workload.processes.len();

@@ -157,6 +157,11 @@ impl Machine {
         &self.node_cpus[node]
     }
 
+    /// Every node's CPUs, by node (what a workload spawns on).
+    pub fn node_cpu_lists(&self) -> &[Vec<CpuId>] {
+        &self.node_cpus
+    }
+
     /// The node of `cpu`.
     pub fn cpu_node(&self, cpu: CpuId) -> NodeId {
         self.cpu_node[cpu]
