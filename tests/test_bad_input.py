@@ -327,3 +327,14 @@ def test_asymmetric_table_is_accepted_with_a_warning(run, tmp_path):
         "row 1, column 0 is 30); accepted, as the kernel does\n"
     )
     assert "distances:" in r.out
+
+
+def test_unwritable_outputs_exit_2_with_one_line(run, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    base = ["run", "--machine", "mehta-m3", "--workload", "n=4"]
+    for option, target in [("--out", blocker / "dir"), ("--trace", blocker / "t.json"),
+                           ("--report", blocker / "r.html")]:  # fmt: skip
+        r = run(*base, option, target)
+        assert (r.code, r.err) == (2, f"numasim: error: {blocker / target.name}: cannot write: "
+                                      "Not a directory\n"), option  # fmt: skip

@@ -6,9 +6,11 @@ and the problem; warnings go to stderr and do not stop the command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -143,16 +145,18 @@ def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[st
 
     from numasim.trace import migration_table
 
-    d.mkdir(parents=True, exist_ok=True)
-    result.processes.to_csv(d / "processes.csv", index=False)
-    (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
-    workload.save(d / "workload.csv")
     cols = ["time_ms", "pid", "from_cpu", "to_cpu", "from_node", "to_node", "kind", "level"]
-    pd.DataFrame(migration_table(record.machine, result.raw), columns=cols).to_csv(
-        d / "migrations.csv", index=False
-    )
+    with _writing(d):
+        d.mkdir(parents=True, exist_ok=True)
+        result.processes.to_csv(d / "processes.csv", index=False)
+        (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
+        workload.save(d / "workload.csv")
+        pd.DataFrame(migration_table(record.machine, result.raw), columns=cols).to_csv(
+            d / "migrations.csv", index=False
+        )
+        saved = record.save(d)
     names = ["processes.csv", "summary.json", "workload.csv", "migrations.csv"]
-    return [str(d / n) for n in names] + [str(p) for p in record.save(d)]
+    return [str(d / n) for n in names] + [str(p) for p in saved]
 
 
 @cli.command()
@@ -235,10 +239,17 @@ def _write_report(record: RunRecord, path: str) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    try:
+    with _writing(path):
         Path(path).write_text(text)
+
+
+@contextlib.contextmanager
+def _writing(path: str | Path) -> Iterator[None]:
+    """A failed write under ``path`` becomes one line naming the file (exit 2)."""
+    try:
+        yield
     except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+        raise InputError(f"{e.filename or path}: cannot write: {e.strerror}") from None
 
 
 def _progress():
