@@ -118,7 +118,7 @@ def run(
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
     result = simulate(m, workload, policy=policy, domains=builder, trace=traced)
-    record = RunRecord(m, policy, builder, workload_spec, seed, result.raw_json)
+    record = RunRecord.of(m, policy, builder, workload_spec, seed, result)
     written = []
     if out:
         written += _save_run(record, result, workload, Path(out))

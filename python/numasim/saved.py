@@ -56,6 +56,14 @@ class RunRecord:
                 raise InputError(f"{self.origin}: field {key}: missing")
         return result
 
+    @classmethod
+    def of(cls, machine: Machine, policy: str, domains: str, workload: str, seed: int,
+           result: Any) -> RunRecord:  # fmt: skip
+        """A run just made (a ``sim.Result``): its result, already parsed, is not parsed again."""
+        record = cls(machine, policy, domains, workload, seed, result.raw_json)
+        record.__dict__["result"] = result.raw  # the cached property's slot
+        return record
+
     def save(self, out: Path) -> list[Path]:
         """Writes run.json and events.json into ``out``; returns their paths."""
         run = {"format": FORMAT, "machine": self.machine.info, "policy": self.policy,
