@@ -96,6 +96,9 @@ def test_bad_saved_runs(tmp_path, run):
     run_json = json.loads((d / "run.json").read_text())
     events = (d / "events.json").read_text()
     bad_table = {**run_json["machine"], "distances": [[10, 5], [5, 10]]}
+    off_machine = json.loads(events)
+    off_machine["trace"][0]["cpu"] = 999
+    cpus = len(run_json["machine"]["cpus"])
     cases = [
         ("run.json", "{", "run.json: line 1: not valid JSON: Expecting property name enclosed"),
         ("run.json", json.dumps({**run_json, "format": 7}), "run.json: field format: 7 is not 1"),
@@ -103,6 +106,8 @@ def test_bad_saved_runs(tmp_path, run):
          "run.json (field distances): row 0, column 1: 5 is below 10"),
         ("events.json", events[:100], "events.json: EOF while parsing"),
         ("events.json", "{}", "events.json: missing field `processes`"),
+        ("events.json", json.dumps(off_machine),
+         f"events.json: field trace, entry 0: CPU 999, but the machine has {cpus} CPUs\n"),
     ]  # fmt: skip
     for name, text, message in cases:
         good = (d / name).read_text()

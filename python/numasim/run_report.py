@@ -115,7 +115,7 @@ def utilisation(record: RunRecord, bins: int = TIMELINE_BINS) -> list[list[float
     """Per CPU, the busy fraction of each of ``bins`` equal intervals of the makespan."""
     makespan = record.result["summary"]["makespan_ms"]
     return _core.utilisation_timeline(
-        record.result_json, record.origin, record.machine.cpus, makespan, bins
+        record.machine._core, record.result_json, record.origin, makespan, bins
     )
 
 

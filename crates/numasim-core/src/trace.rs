@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::{RunResult, Slice, TraceEvents};
+use crate::engine::{RunResult, Slice, TraceEvents, MACHINE_WIDE};
 use crate::error::{InputError, Result};
 use crate::machine::{CpuId, Machine};
 
@@ -86,9 +86,49 @@ impl RunEvents {
         }
     }
 
-    /// Reads a run's JSON (`origin` names it in errors).
-    pub fn from_json(origin: &str, text: &str) -> Result<Self> {
-        serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))
+    /// Reads a run's JSON (`origin` names it in errors) and checks it against the machine it
+    /// ran on: every CPU exists, every slice belongs to a listed process and has `start ≤ end`.
+    pub fn from_json(origin: &str, text: &str, m: &Machine) -> Result<Self> {
+        let run: Self =
+            serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))?;
+        run.check(m).map_err(|(field, i, msg)| {
+            InputError::new(origin, msg).at(format!("field {field}, entry {i}"))
+        })?;
+        Ok(run)
+    }
+
+    fn check(&self, m: &Machine) -> std::result::Result<(), (&'static str, usize, String)> {
+        let cpus = m.cpus();
+        let cpu_ok = |c: CpuId| {
+            (c < cpus)
+                .then_some(())
+                .ok_or(format!("CPU {c}, but the machine has {cpus} CPUs"))
+        };
+        let pids: BTreeSet<usize> = self.processes.iter().map(|p| p.pid).collect();
+        for (i, s) in self.trace.iter().enumerate() {
+            let bad = |msg: String| ("trace", i, msg);
+            cpu_ok(s.cpu).map_err(bad)?;
+            if !pids.contains(&s.pid) {
+                return Err(bad(format!("pid {} is not among the processes", s.pid)));
+            }
+            if s.end_ns < s.start_ns {
+                return Err(bad(format!("ends at {} ns, before it starts", s.end_ns)));
+            }
+        }
+        for (i, (_, _, from, to, _)) in self.trace_events.migrations.iter().enumerate() {
+            cpu_ok(*from)
+                .and(cpu_ok(*to))
+                .map_err(|msg| ("trace_events.migrations", i, msg))?;
+        }
+        for (i, (_, cpu, ..)) in self.trace_events.balances.iter().enumerate() {
+            if *cpu != MACHINE_WIDE {
+                cpu_ok(*cpu).map_err(|msg| ("trace_events.balances", i, msg))?;
+            }
+        }
+        for (i, (_, cpu, _)) in self.trace_events.runqueue.iter().enumerate() {
+            cpu_ok(*cpu).map_err(|msg| ("trace_events.runqueue", i, msg))?;
+        }
+        Ok(())
     }
 }
 

@@ -149,7 +149,7 @@ fn a_window_clips_slices_and_opens_counters() {
 fn a_saved_run_gives_the_same_trace() {
     let (m, r) = two_cpu_run();
     let saved = serde_json::to_string(&r).unwrap();
-    let back = RunEvents::from_json("run.json", &saved).unwrap();
+    let back = RunEvents::from_json("run.json", &saved, &m).unwrap();
     assert_eq!(back, RunEvents::of(&r));
     let m2 = file::from_info("run.json", &m.info()).unwrap();
     assert_eq!(m2, m);
@@ -157,10 +157,24 @@ fn a_saved_run_gives_the_same_trace() {
         chrome_trace(&m2, &back, Window::ALL).to_value(),
         chrome_trace(&m, &RunEvents::of(&r), Window::ALL).to_value()
     );
-    let err = RunEvents::from_json("run.json", "{\"processes\": []}").unwrap_err();
+    let err = RunEvents::from_json("run.json", "{\"processes\": []}", &m).unwrap_err();
     assert_eq!(
         err.to_string(),
         "run.json: missing field `trace` at line 1 column 17"
+    );
+    // Events that do not fit the machine are refused, not indexed out of bounds.
+    let on_one_cpu = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let err = RunEvents::from_json("run.json", &saved, &on_one_cpu).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "run.json: field trace, entry 0: CPU 1, but the machine has 1 CPUs"
+    );
+    let mut bad = r.clone();
+    bad.trace[2].pid = 9;
+    let err = RunEvents::from_json("run.json", &serde_json::to_string(&bad).unwrap(), &m);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "run.json: field trace, entry 2: pid 9 is not among the processes"
     );
 }
 

@@ -279,7 +279,7 @@ fn chrome_trace(
     };
     let m = &machine.inner;
     py.detach(|| {
-        let run = RunEvents::from_json(origin, run_json)?;
+        let run = RunEvents::from_json(origin, run_json, m)?;
         Ok(trace::chrome_trace(m, &run, window).to_json())
     })
     .map_err(input_err)
@@ -290,16 +290,22 @@ fn chrome_trace(
 #[pyfunction]
 fn utilisation_timeline(
     py: Python<'_>,
+    machine: &Machine,
     run_json: &str,
     origin: &str,
-    cpus: usize,
     end_ms: f64,
     bins: usize,
 ) -> PyResult<Vec<Vec<f64>>> {
+    let m = &machine.inner;
     py.detach(|| {
-        let run = RunEvents::from_json(origin, run_json)?;
+        let run = RunEvents::from_json(origin, run_json, m)?;
         let end_ns = (end_ms * 1e6).round() as u64;
-        Ok(trace::utilisation_timeline(&run.trace, cpus, end_ns, bins))
+        Ok(trace::utilisation_timeline(
+            &run.trace,
+            m.cpus(),
+            end_ns,
+            bins,
+        ))
     })
     .map_err(input_err)
 }
