@@ -123,6 +123,12 @@ def test_bad_saved_runs(tmp_path, run):
     r = run("trace", d, "--report", tmp_path / "r.html")
     assert (r.code, r.err) == (2, f"numasim: error: {d}/events.json: field summary: missing\n")
     assert (d / "trace.json").is_file(), "the trace made before the error is kept"
+    broken = json.loads(events)
+    del broken["summary"]["balance"]
+    (d / "events.json").write_text(json.dumps(broken))
+    r = run("trace", d, "--report", tmp_path / "r.html")
+    assert (r.code, r.err) == (2, f"numasim: error: {d}/events.json: not a result numasim "
+                                  "wrote: KeyError 'balance'\n")  # fmt: skip
     (d / "events.json").unlink()
     r = run("trace", d)
     assert r.code == 2 and "events.json: cannot read the saved run" in r.err

@@ -172,7 +172,15 @@ def trace(saved: str, trace_file: str | None, trace_window: str | None,
     record = RunRecord.load(saved)
     written = [_write_trace(record, trace_file or str(Path(saved) / "trace.json"), window)]
     if report_file:
-        written.append(_write_report(record, report_file))
+        try:
+            written.append(_write_report(record, report_file))
+        except InputError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            # The core checked the events it reads; the summary and per-process fields the
+            # report reads come from the file as they are.
+            what = f"{type(e).__name__} {e}"
+            raise InputError(f"{record.origin}: not a result numasim wrote: {what}") from None
     click.echo(f"wrote {', '.join(written)}")
 
 
