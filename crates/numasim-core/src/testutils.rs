@@ -72,3 +72,39 @@ pub fn process(pid: u32, kind: crate::workload::Kind, demand_ms: u64) -> crate::
         seed: u64::from(pid),
     }
 }
+
+/// A machine with its domains, a workload and the default engine config: what the policy
+/// tests build policies and hand-made states ([`Scene`](crate::engine::scene::Scene)) from.
+pub struct Setup {
+    pub m: Machine,
+    pub d: crate::Domains,
+    pub w: crate::workload::Workload,
+    pub config: crate::engine::EngineConfig,
+}
+
+impl Setup {
+    /// `m` with `builder`'s domains and workload `w`.
+    pub fn new(m: Machine, builder: crate::Builder, w: crate::workload::Workload) -> Self {
+        let d = builder.build(&m, &crate::domains::BuildOptions::default());
+        Self {
+            m,
+            d,
+            w,
+            config: crate::engine::EngineConfig::default(),
+        }
+    }
+
+    /// What a policy is built from.
+    pub fn ctx(&self) -> crate::engine::PolicyContext<'_> {
+        crate::engine::PolicyContext {
+            machine: &self.m,
+            domains: &self.d,
+            config: &self.config,
+        }
+    }
+
+    /// An empty state of this setup, to place processes in.
+    pub fn scene(&self) -> crate::engine::scene::Scene<'_> {
+        crate::engine::scene::Scene::new(&self.m, &self.d, &self.w, &self.config)
+    }
+}

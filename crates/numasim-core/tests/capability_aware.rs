@@ -1,61 +1,35 @@
 //! The capability-aware balancer (SPEC §6.3) against linux26 on machines with speed cores.
 
-use numasim_core::domains::{BuildOptions, Builder, Domains};
+use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::engine::scene::Scene;
-use numasim_core::engine::{self, EngineConfig, PolicyContext, RunResult};
-use numasim_core::machine::Machine;
+use numasim_core::engine::{self, EngineConfig, RunResult};
 use numasim_core::policy::capability_aware::CapabilityAware;
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::policy::{Attempt, BalanceKind, Policy};
-use numasim_core::testutils;
+use numasim_core::testutils::{self, Setup};
 use numasim_core::workload::{Kind, Workload, WorkloadSpec};
 
-struct Setup {
-    m: Machine,
-    d: Domains,
-    w: Workload,
-    config: EngineConfig,
+/// One node; CPUs at the given speeds; flat domains (one level, in-node parameters); one
+/// 200 ms process of each kind given.
+fn setup(speeds: Vec<f64>, kinds: &[Kind]) -> Setup {
+    let m =
+        testutils::machine_with_speeds(&testutils::two_level_table(1, 20), speeds.len(), speeds);
+    let w = Workload {
+        processes: (0..kinds.len() as u32)
+            .map(|p| testutils::process(p, kinds[p as usize], 200))
+            .collect(),
+    };
+    Setup::new(m, Builder::Flat, w)
 }
 
-impl Setup {
-    /// One node; CPUs at the given speeds; flat domains (one level, in-node parameters).
-    fn new(speeds: Vec<f64>, kinds: &[Kind]) -> Self {
-        let m = testutils::machine_with_speeds(
-            &testutils::two_level_table(1, 20),
-            speeds.len(),
-            speeds,
-        );
-        let d = Builder::Flat.build(&m, &BuildOptions::default());
-        let w = Workload {
-            processes: (0..kinds.len() as u32)
-                .map(|p| testutils::process(p, kinds[p as usize], 200))
-                .collect(),
-        };
-        Self {
-            m,
-            d,
-            w,
-            config: EngineConfig::default(),
-        }
+/// Processes on CPUs (first on each CPU runs), at rest until 1 s (loads settled, cold).
+fn scene<'a>(s: &'a Setup, placement: &[(usize, usize)]) -> Scene<'a> {
+    let mut sc = s.scene();
+    for &(pid, cpu) in placement {
+        sc.put(pid, cpu, cpu, 0);
     }
-
-    fn ctx(&self) -> PolicyContext<'_> {
-        PolicyContext {
-            machine: &self.m,
-            domains: &self.d,
-            config: &self.config,
-        }
-    }
-
-    /// Processes on CPUs (first on each CPU runs), at rest until 1 s (loads settled, cold).
-    fn scene(&self, placement: &[(usize, usize)]) -> Scene<'_> {
-        let mut sc = Scene::new(&self.m, &self.d, &self.w, &self.config);
-        for &(pid, cpu) in placement {
-            sc.put(pid, cpu, cpu, 0);
-        }
-        sc.at(1_000_000_000);
-        sc
-    }
+    sc.at(1_000_000_000);
+    sc
 }
 
 fn moved(a: &Attempt) -> Vec<usize> {
@@ -67,7 +41,7 @@ fn moved(a: &Attempt) -> Vec<usize> {
 fn c0_c7() -> (Setup, Vec<(usize, usize)>) {
     use Kind::{Cpu, Io};
     let kinds = [Cpu, Io, Cpu, Io, Cpu, Cpu, Io, Cpu, Cpu, Cpu, Cpu, Cpu];
-    let s = Setup::new(vec![2.0, 1.0], &kinds);
+    let s = setup(vec![2.0, 1.0], &kinds);
     let mut placement: Vec<(usize, usize)> = (0..10).map(|p| (p, 0)).collect();
     placement.extend([(10, 1), (11, 1)]);
     (s, placement)
@@ -100,13 +74,13 @@ fn normal_core_pulls_so_that_speed_weighted_loads_equalise() {
     // linux26 equalises counts, tail first whatever the kind: first imbalance
     // min(1279 − 767, 767 − 256) = 511 (the integer decay keeps C0 at 1279 and the raw load
     // counts for C7), three tasks; then one more: 6 and 6.
-    let mut sc = s.scene(&placement);
+    let mut sc = scene(&s, &placement);
     let plain = rounds(&mut Linux26::new(&s.ctx()), &mut sc);
     assert_eq!(plain, vec![vec![9, 8, 7], vec![6]]);
     assert_eq!((sc.runqueue(0).len(), sc.runqueue(1).len()), (6, 6));
     // capability-aware: k = ⌊(10·1 − 2·2) / (2 + 1)⌋ = 2 at once, and no more: C7 ends with 4
     // of the 12 (a third: 8/2 = 4/1), IO-bound ones first (tail first: p6, p3).
-    let mut sc = s.scene(&placement);
+    let mut sc = scene(&s, &placement);
     let cap = rounds(&mut CapabilityAware::new(&s.ctx()), &mut sc);
     assert_eq!(cap, vec![vec![6, 3]]);
     assert_eq!((sc.runqueue(0).len(), sc.runqueue(1).len()), (8, 4));
@@ -115,7 +89,7 @@ fn normal_core_pulls_so_that_speed_weighted_loads_equalise() {
 
 fn continue_to_completion(p: &mut dyn Policy) -> RunResult {
     let (s, placement) = c0_c7();
-    let mut sc = s.scene(&placement);
+    let mut sc = scene(&s, &placement);
     let first = balance_c7(p, &sc);
     sc.apply(1, 0, first);
     sc.finish(p).expect("completes")
@@ -149,12 +123,12 @@ fn speed_core_idles_less_under_capability_aware() {
 fn with_no_more_tasks_than_speed_cores_only_speed_cores_run_them() {
     // 4 speed cores (CPUs 0-3), 4 normal ones (4-7); 3 tasks: C4 runs p0 and queues p1, C5
     // runs p2.
-    let s = Setup::new(
+    let s = setup(
         vec![2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0],
         &[Kind::Cpu; 3],
     );
     let placement = [(0, 4), (1, 4), (2, 5)];
-    let sc = s.scene(&placement);
+    let sc = scene(&s, &placement);
     let v = sc.view();
     let mut cap = CapabilityAware::new(&s.ctx());
     // An idle normal core does no balancing (linux26's would pull p1 from C4).
@@ -204,13 +178,7 @@ fn threads_of_one_process_stay_on_one_core_class() {
     .unwrap()
     .generate("w", 5, m.node_cpu_lists())
     .unwrap();
-    let ctx = PolicyContext {
-        machine: &m,
-        domains: &d,
-        config: &config,
-    };
-    let mut p = CapabilityAware::new(&ctx);
-    let r = engine::run(&m, &d, &w, &mut p, &config).unwrap();
+    let r = engine::run_policy(&m, &d, &w, "capability-aware", &config).unwrap();
     let mut groups = std::collections::BTreeMap::<usize, Vec<(f64, f64)>>::new();
     for pr in &r.processes {
         groups
@@ -232,8 +200,7 @@ fn threads_of_one_process_stay_on_one_core_class() {
     // Both classes are used (the rule is not "everything on speed cores").
     assert_eq!(classes.len(), 2);
     // linux26, unaware of speed, splits groups across classes.
-    let mut plain = Linux26::new(&ctx);
-    let r = engine::run(&m, &d, &w, &mut plain, &config).unwrap();
+    let r = engine::run_policy(&m, &d, &w, "linux26", &config).unwrap();
     let split = r
         .processes
         .chunks(4)

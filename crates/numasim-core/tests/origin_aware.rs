@@ -1,13 +1,11 @@
 //! The origin-aware balancer (SPEC §6.2): the paper's worked example on mehta-m1, the cycle
 //! alternation, the options, and RI-LB's preference order.
 
-use numasim_core::domains::{BuildOptions, Builder, Domains};
+use numasim_core::domains::Builder;
 use numasim_core::engine::scene::Scene;
-use numasim_core::engine::{EngineConfig, PolicyContext};
-use numasim_core::machine::Machine;
 use numasim_core::policy::origin_aware::{Options, OriginAware};
 use numasim_core::policy::{Attempt, BalanceKind, MigrationKind, Move, Policy};
-use numasim_core::testutils;
+use numasim_core::testutils::{self, Setup};
 use numasim_core::workload::{Kind, Workload};
 
 fn workload(n: u32) -> Workload {
@@ -18,37 +16,17 @@ fn workload(n: u32) -> Workload {
     }
 }
 
-struct Setup {
-    m: Machine,
-    d: Domains,
-    w: Workload,
-    config: EngineConfig,
+/// mehta-m1 over multilevel domains, 400 processes to place.
+fn m1() -> Setup {
+    Setup::new(
+        testutils::preset("mehta-m1"),
+        Builder::Multilevel,
+        workload(400),
+    )
 }
 
-impl Setup {
-    fn m1() -> Self {
-        let m = testutils::preset("mehta-m1");
-        let d = Builder::Multilevel.build(&m, &BuildOptions::default());
-        Self {
-            m,
-            d,
-            w: workload(400),
-            config: EngineConfig::default(),
-        }
-    }
-
-    fn policy(&self, options: Options) -> OriginAware {
-        let ctx = PolicyContext {
-            machine: &self.m,
-            domains: &self.d,
-            config: &self.config,
-        };
-        OriginAware::new(&ctx, options)
-    }
-
-    fn scene(&self) -> Scene<'_> {
-        Scene::new(&self.m, &self.d, &self.w, &self.config)
-    }
+fn origin_aware(s: &Setup, options: Options) -> OriginAware {
+    OriginAware::new(&s.ctx(), options)
 }
 
 /// The paper's worked example. mehta-m1 has 2 CPUs per node: CPU c is on node c / 2.
@@ -111,9 +89,9 @@ fn mv(pid: usize, from: usize, to: usize, kind: MigrationKind) -> Move {
 #[test]
 fn worked_example_one_si_lb_cycle_on_p0() {
     use MigrationKind::{Exchange, Push};
-    let s = Setup::m1();
+    let s = m1();
     let mut sc = worked_example(&s);
-    let policy = s.policy(Options::default());
+    let policy = origin_aware(&s, Options::default());
     let attempt = policy.si_lb(&sc.view(), 0);
     // p45, p118 → P10 (7 > 4, then 6 > 5); p31: P11 (5) and P10 (6) not lighter than P0 (5):
     // exchanged with p91 (variant 1); p17: N14's CPUs hold 6, no N0 process there; N12 is at
@@ -155,15 +133,18 @@ fn moved(a: &Attempt) -> Vec<usize> {
 
 #[test]
 fn variants_and_nearest_level_are_options() {
-    let s = Setup::m1();
+    let s = m1();
     let sc = worked_example(&s);
     let v = sc.view();
     let only = |v1, v2| {
-        s.policy(Options {
-            variant1: v1,
-            variant2: v2,
-            ..Options::default()
-        })
+        origin_aware(
+            &s,
+            Options {
+                variant1: v1,
+                variant2: v2,
+                ..Options::default()
+            },
+        )
     };
     // Without variant 1, variant 2 places p31 instead: N12 is at 40 from N5, nearer than N0's
     // 60, and P24 (3) is the first CPU lighter than P0 (5) in N5's order (N9 N10 N11 at 20,
@@ -177,32 +158,46 @@ fn variants_and_nearest_level_are_options() {
     assert_eq!(moved(&only(false, false).si_lb(&v, 0)), vec![45, 118]);
     // Moving nearest-level processes too: p9 (N1 at 20) is examined, but N1's CPUs hold 6,
     // none from N0, and no node is nearer N1 than N0 — it stays anyway.
-    let near = s.policy(Options {
-        leave_nearest: false,
-        ..Options::default()
-    });
+    let near = origin_aware(
+        &s,
+        Options {
+            leave_nearest: false,
+            ..Options::default()
+        },
+    );
     let a = near.si_lb(&v, 0);
     assert_eq!(moved(&a), vec![45, 118, 31, 91, 17]);
-    assert!(a.rqs_examined > s.policy(Options::default()).si_lb(&v, 0).rqs_examined);
+    assert!(
+        a.rqs_examined
+            > origin_aware(&s, Options::default())
+                .si_lb(&v, 0)
+                .rqs_examined
+    );
     // Below the minimum system load, SI-LB does nothing (187 tasks on 32 CPUs ≈ 5.84).
-    let idle = s.policy(Options {
-        min_load: 5.9,
-        ..Options::default()
-    });
+    let idle = origin_aware(
+        &s,
+        Options {
+            min_load: 5.9,
+            ..Options::default()
+        },
+    );
     assert!(idle.si_lb(&v, 0).moves.is_empty());
-    let busy = s.policy(Options {
-        min_load: 5.8,
-        ..Options::default()
-    });
+    let busy = origin_aware(
+        &s,
+        Options {
+            min_load: 5.8,
+            ..Options::default()
+        },
+    );
     assert_eq!(busy.si_lb(&v, 0).moves.len(), 5);
 }
 
 #[test]
 fn cycles_alternate_ri_lb_and_si_lb() {
-    let s = Setup::m1();
+    let s = m1();
     let sc = worked_example(&s);
     let v = sc.view();
-    let mut p = s.policy(Options::default());
+    let mut p = origin_aware(&s, Options::default());
     let levels = s.d.cpus[0].len();
     let cycle = |p: &mut OriginAware| -> Vec<Attempt> {
         (0..levels)
@@ -220,7 +215,7 @@ fn cycles_alternate_ri_lb_and_si_lb() {
     // Cycle 1 (odd): one SI-LB, the worked example's decision.
     let si = cycle(&mut p);
     assert_eq!(si.len(), 1);
-    assert_eq!(si[0], s.policy(Options::default()).si_lb(&v, 0));
+    assert_eq!(si[0], origin_aware(&s, Options::default()).si_lb(&v, 0));
     // Cycle 2: RI-LB again.
     assert!(cycle(&mut p)
         .iter()
@@ -232,7 +227,7 @@ fn ri_lb_takes_own_cpu_then_own_node_then_nearest_origins() {
     // mehta-m1, CPU 0 idle; CPU 1 (same node) runs p0 and queues p1..p8 (p8 at the tail) with
     // origins P5 (N2, distance 30), P0, P3 (N1, 20), P1 (N0), P10 (N5, 60), P4 (N2, 30),
     // P21 (N10, 60), P9 (N4, 50).
-    let s = Setup::m1();
+    let s = m1();
     let mut sc = s.scene();
     sc.put(0, 1, 1, 0);
     for (pid, origin) in [5, 0, 3, 1, 10, 4, 21, 9].into_iter().enumerate() {
@@ -240,7 +235,7 @@ fn ri_lb_takes_own_cpu_then_own_node_then_nearest_origins() {
     }
     sc.at(1_000_000_000); // every task cache-cold, CPU 1's decayed load at 1151 (integer decay)
     let v = sc.view();
-    let mut p = s.policy(Options::default());
+    let mut p = origin_aware(&s, Options::default());
     // Newly idle at level 0 (the node): average 575, imbalance = min(1151 − 575, 575 − 0) = 575:
     // four tasks of 128.
     let a = p
@@ -249,12 +244,7 @@ fn ri_lb_takes_own_cpu_then_own_node_then_nearest_origins() {
     // origin-aware: p2 (origin P0), p4 (origin node N0), p3 (N1 at 20), then of the two at 30
     // the one nearer the tail (the kernel's order breaks ties): p6 before p1.
     assert_eq!(moved(&a), vec![2, 4, 3, 6]);
-    let ctx = PolicyContext {
-        machine: &s.m,
-        domains: &s.d,
-        config: &s.config,
-    };
-    let mut plain = numasim_core::policy::linux26::Linux26::new(&ctx);
+    let mut plain = numasim_core::policy::linux26::Linux26::new(&s.ctx());
     let b = plain.balance(&v, 0, 0, BalanceKind::NewIdle).unwrap();
     assert_eq!(moved(&b), vec![8, 7, 6, 5]);
 }
