@@ -14,8 +14,10 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+// The module path must be importable (`numasim._core`, not `_core`) so that the exception
+// pickles: an input error raised in an experiment worker crosses the process pool.
 create_exception!(
-    _core,
+    numasim._core,
     InputError,
     PyValueError,
     "Bad user input: the message names the file, the place in it and the problem."
