@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -76,7 +77,7 @@ def test_reproduce_json_shape_table_and_files(run, tmp_path):
 
 def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):
     exp = ex.load(tiny(tmp_path))
-    rows = ex.execute(exp, tmp_path / "o", jobs=1)
+    rows = ex.execute(exp, tmp_path / "o", jobs=1).rows
     seeds = {}
     for r in rows:
         seeds.setdefault((r["n"], r["replication"]), set()).add(r["seed"])
@@ -87,19 +88,21 @@ def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):
 def test_interval_widths_shrink_as_replications_grow(tmp_path):
     out = tmp_path / "o"
     exp = ex.load(tiny(tmp_path, reps=4))
-    small = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), 0.95)
+    small = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2).rows), 0.95)
     exp.replications = 24  # resumes: replications 0-3 are reused
-    big = stats.summarize(pd.DataFrame(ex.execute(exp, out, jobs=2)), 0.95)
+    grown = ex.execute(exp, out, jobs=2)
+    assert (grown.computed, grown.reused) == (2 * 20 * 3, 2 * 4 * 3)
+    big = stats.summarize(pd.DataFrame(grown.rows), 0.95)
     assert (big["replications"] == 24).all()
     assert (big["half_width"].to_numpy() < small["half_width"].to_numpy()).all()
     exp.replications = 4  # the stored 24 are kept, the first 4 returned
-    again = pd.DataFrame(ex.execute(exp, out, jobs=2))
+    again = pd.DataFrame(ex.execute(exp, out, jobs=2).rows)
     assert sorted(again["replication"].unique()) == [0, 1, 2, 3]
 
 
 def test_paired_gain_interval_is_narrower_than_unpaired(tmp_path):
     exp = ex.load(tiny(tmp_path, reps=12))
-    runs = pd.DataFrame(ex.execute(exp, tmp_path / "o", jobs=2))
+    runs = pd.DataFrame(ex.execute(exp, tmp_path / "o", jobs=2).rows)
     g = stats.gains(runs, exp, 0.95)
     for row in g.itertuples():
         cell = runs[runs.n == row.n]
@@ -113,18 +116,16 @@ def _runs(out):
     return pd.read_csv(out / "runs.csv")
 
 
-def test_a_torn_last_line_is_dropped_and_resumed_without_loss_or_duplicates(run, tmp_path):
-    path = tiny(tmp_path, reps=6)
-    full = tmp_path / "full"
-    assert run("reproduce", path, "--out", full, "--jobs", "2").code == 0
-    # A run killed mid-write: some batches done, half a line of the next.
-    cut = tmp_path / "cut"
-    cut.mkdir()
-    lines = (full / "runs.jsonl").read_text().splitlines(keepends=True)
-    (cut / "runs.jsonl").write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])
-    assert run("reproduce", path, "--out", cut, "--jobs", "2").code == 0
-    pd.testing.assert_frame_equal(_runs(cut), _runs(full))
-    assert len(_runs(cut)) == len(_runs(cut).drop_duplicates(["n", "policy", "replication"]))
+def stored_runs(out) -> int:
+    """Runs in the store of ``out`` (0 before it exists); read-only, so it never blocks."""
+    path = out / "results.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:  # created but not yet initialised
+        return 0
 
 
 def test_kill_9_mid_sweep_then_resume_equals_an_uninterrupted_sweep(run, tmp_path):
@@ -138,16 +139,15 @@ def test_kill_9_mid_sweep_then_resume_equals_an_uninterrupted_sweep(run, tmp_pat
          "--jobs", "2"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    jsonl = killed / "runs.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if jsonl.exists() and jsonl.read_bytes().count(b"\n") >= 2:
+        if stored_runs(killed) >= 2 * 3 * 2:  # at least two batches of 2 replications
             break
         time.sleep(0.01)
     assert proc.poll() is None, "the sweep must still be running when it is killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert jsonl.read_bytes().count(b"\n") < 16, "killed part-way through 16 batches"
+    assert stored_runs(killed) < 2 * 16 * 3, "killed part-way through the sweep"
     assert run("reproduce", path, "--out", killed, "--jobs", "2").code == 0
     full = tmp_path / "full"
     assert run("reproduce", path, "--out", full, "--jobs", "1").code == 0

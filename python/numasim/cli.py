@@ -17,12 +17,15 @@ import click
 
 from numasim import _core
 from numasim._core import InputError
+from numasim.experiment import Interrupted
 from numasim.machine import Machine, builders, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
 from numasim.sim import Workload, default_domains, policies, simulate
 
 EXIT_BAD_INPUT = 2
+#: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 
 def _warn(machine: Machine) -> None:
@@ -271,14 +274,20 @@ def _progress():
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} replications"),
+        TextColumn("{task.completed}/{task.total} runs"),
         TimeRemainingColumn(),
         console=console,
         disable=not sys.stderr.isatty(),
     )
 
 
-def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool) -> None:
+def _count(n: int) -> str:
+    """4 200 rather than 4200: the thousands grouped by a space."""
+    return f"{n:,}".replace(",", " ")
+
+
+def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
+                    fresh: bool) -> None:  # fmt: skip
     import pandas as pd
 
     from numasim import experiment as ex
@@ -287,22 +296,31 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     out_dir = Path(out) if out else Path("numasim-results") / exp.name
     confidence = confidence or exp.confidence
     with _progress() as bar:
-        task = bar.add_task(exp.name, total=exp.replications * len(exp.cells()))
+        task = bar.add_task(exp.name, total=None)
 
         def on_progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        rows = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress)
-    runs = pd.DataFrame(ex.sorted_rows(rows, exp))
+        outcome = ex.execute(exp, out_dir, jobs=jobs, cluster=cluster, on_progress=on_progress,
+                             fresh=fresh)  # fmt: skip
+    if outcome.computed == 0:
+        reuse = f"resumed {_count(outcome.total)} of {_count(outcome.total)} runs from {out_dir}"
+    else:
+        reuse = (f"computed {_count(outcome.computed)}, reused {_count(outcome.reused)} "
+                 f"of {_count(outcome.total)} runs (store {outcome.store})")  # fmt: skip
+    runs = pd.DataFrame(outcome.rows)
     summary = stats.summarize(runs, confidence, exp.metric)
     gains = stats.gains(runs, exp, confidence, exp.metric)
-    files = report.write_tables(out_dir, runs, summary, gains)
-    figures = report.write_figures(out_dir, exp, summary, gains)
+    with _writing(out_dir):
+        files = report.write_tables(out_dir, runs, summary, gains)
+        figures = report.write_figures(out_dir, exp, summary, gains)
     if as_json:
         click.echo(json.dumps(report.json_rows(exp, gains)))
+        click.echo(reuse, err=True)
         return
     click.echo(report.table_text(exp, summary, gains, confidence, runs))
     click.echo()
+    click.echo(reuse)
     click.echo(f"results: {', '.join(str(p) for p in files)}")
     click.echo(f"figures: {', '.join(str(p) for p in figures if p.suffix == '.png')}")
     click.echo(f"         (and SVG beside each PNG in {out_dir / 'figures'})")
@@ -317,7 +335,17 @@ _common_experiment_options = [
     click.option(
         "--confidence", type=float, default=None, help="Interval confidence (0.95, 0.99)."
     ),
-    click.option("--out", default=None, help="Results directory (resumes if it has runs)."),
+    click.option(
+        "--out",
+        default=None,
+        help="Results directory (default numasim-results/NAME). Runs already stored there for "
+        "exactly this machine, workload, seed, policy and numasim build are reused.",
+    ),
+    click.option(
+        "--fresh",
+        is_flag=True,
+        help="Start over: move the directory's stored runs aside (into previous-STAMP/).",
+    ),
     click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON."),
 ]
 
@@ -338,7 +366,7 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
 @cli.command()
 @click.argument("name")
 @_experiment_options
-def reproduce(name, replications, jobs, cluster, confidence, out, as_json) -> None:
+def reproduce(name, replications, jobs, cluster, confidence, out, fresh, as_json) -> None:
     """Run a shipped experiment (numasim list experiments) or an experiment file."""
     from numasim import experiment as ex
 
@@ -346,7 +374,7 @@ def reproduce(name, replications, jobs, cluster, confidence, out, as_json) -> No
     exp = ex.load(name)
     if replications:
         exp.replications = replications
-    _run_experiment(exp, out, jobs, cluster, confidence, as_json)
+    _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 
 @cli.command()
@@ -356,7 +384,7 @@ def reproduce(name, replications, jobs, cluster, confidence, out, as_json) -> No
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @_experiment_options
 def compare(machines, workload, policies, seed, replications, jobs, cluster, confidence, out,
-            as_json) -> None:  # fmt: skip
+            fresh, as_json) -> None:  # fmt: skip
     """Compare policies on one workload with paired replications (the first is the baseline)."""
     from numasim import experiment as ex
 
@@ -381,7 +409,7 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
          "replications": replications or 30, "confidence": confidence or 0.95, "seed": seed},
         "--policies/--workload",
     )  # fmt: skip
-    _run_experiment(exp, out, jobs, cluster, confidence, as_json)
+    _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 
 @cli.group(name="list")
@@ -443,7 +471,14 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except click.Abort:
         click.echo("numasim: aborted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
+    except Interrupted as e:
+        click.echo(
+            f"interrupted: {_count(e.saved)} of {_count(e.total)} runs saved in {e.out}; "
+            "run the same command to resume",
+            err=True,
+        )
+        return EXIT_INTERRUPTED
     except click.UsageError as e:
         message = " ".join(e.format_message().split())
         click.echo(f"numasim: error: {message}", err=True)

@@ -7,11 +7,12 @@ confidence and a master seed.
 1. Cells = machine × workload × n. Replication r of a cell gets a seed derived from
    (master seed, machine, workload, n, r); its workload is generated once from that seed and
    every variant (baseline and policies) runs that same instance — common random numbers.
-2. Tasks are batches of replications of one cell. They run on a local process pool
-   (``--jobs``) or on a Dask cluster (``Client(ADDR).get_executor()``): one code path.
-3. Each finished batch is appended to ``runs.jsonl`` as one line (one ``write``, flushed and
-   fsync'ed). A run killed at any point loses at most the batches in flight; on restart with the
-   same output directory, a torn last line is dropped and only missing replications run again.
+2. Every run (a replication of a cell under one variant) has a key naming everything that
+   determines its numbers (numasim.store). Runs whose key is in the directory's store are
+   reused; the rest are batched (replications of one cell that miss the same variants) and run
+   on a local process pool (``--jobs``) or a Dask cluster (``Client(ADDR).get_executor()``).
+3. Each finished batch is one transaction of the SQLite store: a kill loses at most the batches
+   in flight; Ctrl-C cancels what is pending, stops the workers and keeps what finished.
 4. At the end: ``runs`` and ``summary`` as CSV and Parquet, figures as PNG and SVG.
 """
 
@@ -20,10 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import os
+import signal
 import tomllib
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -227,31 +230,28 @@ def replication_seed(master: int, machine: str, workload: str, n: int, r: int) -
 
 
 @lru_cache(maxsize=16)
-def _machine(spec: str) -> Any:
-    from numasim.machine import Machine
-
-    return Machine.load(spec)
+def _machine(info_json: str) -> Any:
+    return _core.Machine.from_info_json(info_json, "experiment machine")
 
 
 def run_batch(
-    machine: str,
-    workload: str,
+    machine_json: str,
     spec: str,
     n: int,
     reps: list[tuple[int, int]],
     variants: list[tuple[str, str, str]],
 ) -> list[dict[str, Any]]:
-    """One task: replications ``(r, seed)`` of one cell under every variant. Runs in a worker."""
-    m = _machine(machine)
+    """One task: replications ``(r, seed)`` of one cell under ``variants`` (label, policy,
+    domains). Runs in a worker; the machine comes as its JSON content, so the worker runs exactly
+    the machine the run keys name. Returns one row of metrics per run, in order."""
+    m = _machine(machine_json)
     rows = []
-    for r, seed in reps:
-        w = _core.Workload.generate(m._core, f"n={n},{spec}", seed)
-        for label, policy, domains in variants:
-            s = json.loads(_core.simulate(m._core, w, policy, domains, False))["summary"]
-            row = {"machine": machine, "workload": workload, "n": n, "policy": label,
-                   "replication": r, "seed": seed}  # fmt: skip
-            for key in METRICS:
-                row[key] = s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
+    for _, seed in reps:
+        w = _core.Workload.generate(m, f"n={n},{spec}", seed)
+        for _, policy, domains in variants:
+            s = json.loads(_core.simulate(m, w, policy, domains, False))["summary"]
+            row = {key: s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
+                   for key in METRICS}  # fmt: skip
             row["migrations_between_classes"] = s["migrations_between_classes"]
             row["idle_balances_fast"] = s["balance"]["idle_fast"]
             row["idle_balances_slow"] = s["balance"]["idle_slow"]
@@ -265,59 +265,84 @@ def run_batch(
     return rows
 
 
+@dataclass(frozen=True)
+class Run:
+    """One simulation of an experiment: a replication of a cell under one variant."""
+
+    machine: str
+    workload: WorkloadDef
+    n: int
+    replication: int
+    seed: int
+    variant: Variant
+    key: str
+    fields: dict[str, Any] = field(compare=False, hash=False)
+
+    def labelled(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """A result row: the experiment's names for this run, then its metrics."""
+        return {"machine": self.machine, "workload": self.workload.name, "n": self.n,
+                "policy": self.variant.label, "replication": self.replication,
+                "seed": self.seed, **metrics}  # fmt: skip
+
+
+def runs(exp: Experiment) -> list[Run]:
+    """Every run of ``exp`` with its store key (numasim.store: what determines its numbers)."""
+    from numasim.machine import Machine
+    from numasim.store import machine_digest, run_key
+
+    out = []
+    for machine in exp.machines:
+        digest = machine_digest(Machine.load(machine).info)
+        for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
+            for r in range(exp.replications):
+                seed = replication_seed(exp.seed, machine, w.name, n, r)
+                for v in exp.variants:
+                    fields = {"machine": digest, "spec": w.spec, "n": n, "replication": r,
+                              "seed": seed, "policy": v.policy, "domains": v.domains,
+                              "assumptions": {}}  # fmt: skip
+                    out.append(Run(machine, w, n, r, seed, v, run_key(**fields), fields))
+    return out
+
+
+def plan(todo: list[Run], jobs: int, replications: int) -> list[list[Run]]:
+    """Batches of the runs not yet stored: a batch holds replications of one cell that miss the
+    same variants, so adding a policy to an experiment computes only that policy's runs."""
+    per_batch = max(1, math.ceil(replications / max(1, 4 * jobs)))
+    groups: dict[tuple, dict[int, list[Run]]] = {}
+    for run in todo:
+        cell = (run.machine, run.workload, run.n)
+        groups.setdefault(cell, {}).setdefault(run.replication, []).append(run)
+    batches = []
+    for reps in groups.values():
+        by_variants: dict[tuple[Variant, ...], list[list[Run]]] = {}
+        for rep_runs in reps.values():
+            by_variants.setdefault(tuple(r.variant for r in rep_runs), []).append(rep_runs)
+        for rep_lists in by_variants.values():
+            for i in range(0, len(rep_lists), per_batch):
+                batches.append([run for rep in rep_lists[i : i + per_batch] for run in rep])
+    return batches
+
+
 @dataclass
-class Store:
-    """``runs.jsonl``: one line per finished batch; resumable after any kill."""
+class Outcome:
+    """What ``execute`` did: the experiment's rows, and how many runs it computed and reused."""
 
-    path: Path
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]]
+    computed: int
+    reused: int
+    store: Path
 
-    def load(self) -> None:
-        if not self.path.exists():
-            return
-        good: list[str] = []
-        with self.path.open("rb") as f:
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    break  # a torn last line: the batch in flight when the run was killed
-                try:
-                    batch = json.loads(raw)
-                except json.JSONDecodeError:
-                    break
-                good.append(raw.decode())
-                self.rows.extend(batch["rows"])
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(good))
-        os.replace(tmp, self.path)
-
-    def done(self) -> set[tuple[str, str, int, int]]:
-        return {(r["machine"], r["workload"], r["n"], r["replication"]) for r in self.rows}
-
-    def append(self, rows: list[dict[str, Any]]) -> None:
-        line = (json.dumps({"rows": rows}) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self.rows.extend(rows)
+    @property
+    def total(self) -> int:
+        return self.computed + self.reused
 
 
-def plan(exp: Experiment, done: set[tuple[str, str, int, int]], jobs: int) -> list[tuple]:
-    """Batches of the replications not yet done: (machine, workload, spec, n, [(r, seed)])."""
-    tasks = []
-    cells = exp.cells()
-    per_cell = max(1, math.ceil(exp.replications * len(cells) / max(1, 4 * jobs) / len(cells)))
-    for machine, w, n in cells:
-        todo = [
-            (r, replication_seed(exp.seed, machine, w.name, n, r))
-            for r in range(exp.replications)
-            if (machine, w.name, n, r) not in done
-        ]
-        for i in range(0, len(todo), per_cell):
-            tasks.append((machine, w.name, w.spec, n, todo[i : i + per_cell]))
-    return tasks
+class Interrupted(Exception):
+    """The sweep was stopped by Ctrl-C; ``saved`` of ``total`` runs are in the store."""
+
+    def __init__(self, saved: int, total: int, out: Path) -> None:
+        super().__init__(f"{saved} of {total} runs saved in {out}")
+        self.saved, self.total, self.out = saved, total, out
 
 
 def execute(
@@ -326,36 +351,82 @@ def execute(
     jobs: int | None = None,
     cluster: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Runs what is missing in ``out`` and returns the experiment's rows (finished before and
-    now); rows stored for other cells, variants or higher replication counts are left out."""
-    out.mkdir(parents=True, exist_ok=True)
-    store = Store(out / "runs.jsonl")
-    store.load()
-    jobs = jobs or os.cpu_count() or 1
-    tasks = plan(exp, store.done(), jobs)
-    variants = [(v.label, v.policy, v.domains) for v in exp.variants]
-    total = exp.replications * len(exp.cells())
-    finished = len(store.done())
-    if on_progress:
-        on_progress(finished, total)
-    if tasks:
-        with _executor(jobs, cluster) as ex:
-            futures = {ex.submit(run_batch, *t[:4], t[4], variants): t for t in tasks}
-            for fut in as_completed(futures):
-                store.append(fut.result())
-                finished += len(futures[fut][4])
-                if on_progress:
-                    on_progress(finished, total)
-    cells = {(m, w.name, n) for m, w, n in exp.cells()}
-    labels = {v.label for v in exp.variants}
-    return [
-        r
-        for r in store.rows
-        if r["replication"] < exp.replications
-        and (r["machine"], r["workload"], r["n"]) in cells
-        and r["policy"] in labels
-    ]
+    fresh: bool = False,
+) -> Outcome:
+    """Runs what the store in ``out`` lacks and returns every run of the experiment.
+
+    Ctrl-C cancels pending work, stops the workers, keeps every finished batch and raises
+    ``Interrupted``; a second Ctrl-C exits at once.
+    """
+    from numasim.machine import Machine
+    from numasim.store import Store
+
+    all_runs = runs(exp)
+    with Store.open(out, fresh=fresh) as store:
+        found = store.lookup(r.key for r in all_runs)
+        todo = [r for r in all_runs if r.key not in found]
+        reused = len(all_runs) - len(todo)
+        done = reused
+        if on_progress:
+            on_progress(done, len(all_runs))
+        if todo:
+            _check_specs(exp)
+            infos = {m: json.dumps(Machine.load(m).info) for m in exp.machines}
+            jobs = jobs or os.cpu_count() or 1
+            batches = plan(todo, jobs, exp.replications)
+            with _executor(jobs, cluster) as ex:
+                try:
+                    futures = {ex.submit(run_batch, *_task(b, infos)): b for b in batches}
+                    for fut in as_completed(futures):
+                        batch = futures[fut]
+                        metrics = fut.result()
+                        store.add(
+                            [(r.key, r.fields, m) for r, m in zip(batch, metrics, strict=True)]
+                        )
+                        for r, m in zip(batch, metrics, strict=True):
+                            found[r.key] = m
+                        done += len(batch)
+                        if on_progress:
+                            on_progress(done, len(all_runs))
+                except KeyboardInterrupt:
+                    # A second Ctrl-C ends the process at once; this one stops the sweep.
+                    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+                    ex.stop()
+                    raise Interrupted(done, len(all_runs), out) from None
+    rows = [r.labelled(found[r.key]) for r in all_runs]
+    return Outcome(rows, computed=len(todo), reused=reused, store=out / "results.sqlite")
+
+
+def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
+    first = batch[0]
+    reps = sorted({(r.replication, r.seed) for r in batch})
+    variants: list[tuple[str, str, str]] = []
+    for r in batch:
+        v = (r.variant.label, r.variant.policy, r.variant.domains)
+        if v not in variants:
+            variants.append(v)
+    # run_batch returns the runs replication by replication, variants in this order: the
+    # order the batch lists them in (plan groups replications that miss the same variants).
+    return infos[first.machine], first.workload.spec, first.n, reps, variants
+
+
+def _check_specs(exp: Experiment) -> None:
+    """Every workload spec of ``exp`` generates (one process, on each machine): a bad spec is an
+    input error here, before any worker starts."""
+    from numasim.machine import Machine
+
+    for machine in exp.machines:
+        m = Machine.load(machine)
+        for w in exp.workloads:
+            _core.Workload.generate(
+                m._core, f"n=1,{w.spec}", 0, f"{exp.origin}: workload '{w.name}'"
+            )
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (a terminal sends SIGINT to the
+    whole process group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _executor:
@@ -364,7 +435,7 @@ class _executor:
     def __init__(self, jobs: int, cluster: str | None) -> None:
         self.jobs, self.cluster, self.client = jobs, cluster, None
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> _executor:
         if self.cluster:
             try:
                 from distributed import Client
@@ -374,15 +445,36 @@ class _executor:
                 ) from None
             try:
                 self.client = Client(self.cluster, timeout="10s")
-            except OSError as e:
+            except (OSError, ValueError, TypeError) as e:
                 raise InputError(f"--cluster: cannot reach {self.cluster}: {e}") from None
             self.ex = self.client.get_executor()
         else:
-            self.ex = ProcessPoolExecutor(max_workers=self.jobs)
-        return self.ex
+            # Workers come from a fork server, not from this process: a forked worker would
+            # share the directory's lock (and hold it after this process is killed).
+            self.ex = ProcessPoolExecutor(
+                max_workers=self.jobs,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=_ignore_sigint,
+            )
+        return self
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        return self.ex.submit(fn, *args)
+
+    def stop(self) -> None:
+        """Cancels what has not finished and stops the workers without waiting for them."""
+        if self.client is not None:
+            self.ex.shutdown(wait=False)  # Dask cancels the pending futures
+            return
+        # concurrent.futures has no public way to end running workers (3.14 adds
+        # terminate_workers); without it a cancelled sweep would run its batches in flight.
+        for p in list((getattr(self.ex, "_processes", None) or {}).values()):
+            p.terminate()
+        self.ex.shutdown(wait=False, cancel_futures=True)
 
     def __exit__(self, *exc: object) -> None:
-        self.ex.shutdown(wait=True)
+        if exc[0] is None:
+            self.ex.shutdown(wait=True)
         if self.client is not None:
             self.client.close()
 
