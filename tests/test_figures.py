@@ -140,6 +140,14 @@ def test_a_curve_under_another_stays_visible(fig_of):
     assert all(ln.get_markerfacecolor() == "none" for ln in lines), "hollow markers"
     assert len({ln.get_marker() for ln in lines}) == 3
     assert len({ln.get_linestyle() for ln in lines}) == 3
+    gains = data_lines(fig.get_axes()[1])
+    assert len({tuple(ln.get_xdata()) for ln in gains}) == 2, "the two policies' gains apart"
+
+
+def test_a_single_policy_gain_sits_on_its_n(fig_of):
+    fig = fig_of(experiment(policies=[OA]))
+    (line,) = data_lines(fig.get_axes()[1])
+    assert list(line.get_xdata()) == [25, 100, 200, 400]
 
 
 def test_one_n_is_a_dot_plot_of_the_variants(fig_of):

@@ -283,8 +283,9 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
     span = (ns[-1] - ns[0]) or 1
     k = len(exp.variants)
 
-    def dodge(i: int) -> float:
-        return _DODGE * span * (i - (k - 1) / 2)
+    def dodge(i: int, among: int = k) -> float:
+        """The x offset of the i-th of ``among`` series: centred on n, a little apart."""
+        return _DODGE * span * (i - (among - 1) / 2)
 
     for i, v in enumerate(exp.variants):
         d = s[s.policy == v.label].sort_values("n")
@@ -293,8 +294,9 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
     for i, v in enumerate(exp.policies, start=1):
         d = g[g.policy == v.label].sort_values("n")
         err = (d.gain_ci_high - d.gain_pct).fillna(0)
-        # The same colour, marker and dashes as the policy's curve on the left.
-        ax2.errorbar(d.n + dodge(i), d.gain_pct, yerr=err, ls=_LINES[i % len(_LINES)],
+        # The same colour, marker and dashes as the policy's curve on the left; dodged among
+        # the policies only (one policy sits on its n).
+        ax2.errorbar(d.n + dodge(i - 1, k - 1), d.gain_pct, yerr=err, ls=_LINES[i % len(_LINES)],
                      **_style(i))  # fmt: skip
     ax2.axhline(0, color="grey", lw=0.8)
     # An n without a gain (no runs, or a baseline of 0) keeps its place on the axis, marked.
