@@ -252,7 +252,7 @@ def test_compare_tables_have_no_empty_labels():
     _, summary, gains = frames(exp)
     table = report.table_text(exp, summary, gains, 0.95)
     first = table.splitlines()[0]
-    assert first == ("compare: origin-aware@multilevel, origin-aware:v2=off vs "
+    assert first == ("compare: origin-aware@multilevel and origin-aware:v2=off vs "
                      "linux26@multilevel")  # fmt: skip
     assert "()" not in table and " w " not in table
     assert "mehta-m1 · workload defaults" in table

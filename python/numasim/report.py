@@ -77,7 +77,8 @@ def experiment_title(exp: Experiment) -> str:
     """The experiment's title, or what it compares when it has none (``numasim compare``)."""
     if exp.title:
         return exp.title
-    return f"{', '.join(v.label for v in exp.policies)} vs {exp.baseline.label}"
+    # " and ", not ", ": a policy's options have commas of their own (origin-aware:v1=off,v2=off).
+    return f"{' and '.join(v.label for v in exp.policies)} vs {exp.baseline.label}"
 
 
 def workload_label(exp: Experiment, w: WorkloadDef) -> str:
