@@ -57,9 +57,10 @@ def test_reproduce_json_shape_table_and_files(run, tmp_path):
     assert data["metric"] == "mean_tat_ms"
     assert len(data["rows"]) == 4  # 2 n × 2 policies
     row = data["rows"][0]
-    assert list(row) == ["machine", "workload", "n", "baseline", "policy", "baseline_tat_ms",
-                         "policy_tat_ms", "gain_pct", "gain_ci_low", "gain_ci_high",
-                         "replications"]  # fmt: skip
+    assert list(row) == ["machine", "workload", "n", "baseline", "policy", "unit",
+                         "baseline_mean", "policy_mean", "gain_pct", "gain_ci_low", "gain_ci_high",
+                         "confidence", "replications"]  # fmt: skip
+    assert row["unit"] == "ms" and row["confidence"] == 0.95
     assert row["gain_ci_low"] < row["gain_pct"] < row["gain_ci_high"]
     assert row["replications"] == 6
     for name in ["runs", "summary", "gains"]:

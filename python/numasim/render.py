@@ -118,7 +118,7 @@ def summary_items(s: dict[str, Any], procs: Any) -> list[tuple[str, str]]:
         ("memory", f"stall {s['memory_ms']:.1f} ms; mean remote factor "
                    f"{s['mean_remote_factor']:.3f}"),
         ("far from origin", f"{s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
-                            f"by level {far_levels or '-'}"),
+                            f"by distance {far_levels or '-'}"),
     ]  # fmt: skip
     fast = sum(p["fast_cpu_ms"] for p in _records(procs))
     if fast > 0:  # a machine with speed cores

@@ -1,20 +1,101 @@
-"""Paper-shaped tables, result files and figures of an experiment."""
+"""Paper-shaped tables, result files and figures of an experiment.
+
+Conventions (docs/experiments.md, "Reading the tables and figures"):
+
+- gain (times) or reduction (counts, factors) % = (baseline − policy) / baseline × 100, paired
+  per replication: positive = the policy is better (its metric is lower);
+- ± and error bars are the half-width of the t-interval at the experiment's confidence;
+- "—" marks a value that does not exist, and a footnote under the table says why;
+- figures: one per machine and workload, the metric against n on the left and the gain on the
+  right; one n only (``numasim compare``) gives a dot plot with the variants as categories.
+  Files are byte-reproducible (no dates, fixed SVG ids).
+"""
 
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from numasim.experiment import METRIC_LABELS, Experiment
+from numasim.experiment import METRIC_LABELS, Experiment, WorkloadDef
+
+#: What a table shows for a value that does not exist (never "nan").
+DASH = "—"
+#: Per metric: the short name of its table columns, and what its gain is called in figures.
+METRIC_NAMES = {
+    "mean_tat_ms": ("TAT", "TAT reduction"),
+    "median_tat_ms": ("median TAT", "median TAT reduction"),
+    "p95_tat_ms": ("p95 TAT", "p95 TAT reduction"),
+    "makespan_ms": ("makespan", "makespan reduction"),
+    "far_from_origin": ("far", "reduction in processes far from origin"),
+    "far_from_origin_pct": ("far %", "reduction in the share of processes far from origin"),
+    "mean_remote_factor": ("remote factor", "reduction in the mean remote-access factor"),
+}
+_FOOTNOTES = {
+    "interval": f"{DASH} after ±: fewer than 2 replications, no interval",
+    "gain": f"{DASH} as a gain or reduction: the baseline is 0 in every replication, so there is "
+    "no relative change",
+    "runs": f"{DASH}: no runs for this n",
+}
 
 
-def _pm(mean: float, half: float, digits: int = 1) -> str:
-    if math.isnan(half):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+def metric_names(metric: str) -> tuple[str, str]:
+    """(short column name, name of its gain) of ``metric``."""
+    return METRIC_NAMES.get(metric, (metric, f"{metric} reduction"))
+
+
+def _timed(metric: str) -> bool:
+    return metric.endswith("_ms")
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt(x: float | None, digits: int = 1) -> str:
+    """``x`` with ``digits`` decimals; NaN is "—" and a negative zero prints as 0."""
+    if _nan(x):
+        return DASH
+    text = f"{x:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+def _pm(mean: float, half: float, digits: int, notes: set[str], what: str = "runs") -> str:
+    if _nan(mean):
+        notes.add(what)
+        return DASH
+    if _nan(half):
+        notes.add("interval")
+        return f"{fmt(mean, digits)} ± {DASH}"
+    return f"{fmt(mean, digits)} ± {fmt(half, digits)}"
+
+
+def experiment_title(exp: Experiment) -> str:
+    """The experiment's title, or what it compares when it has none (``numasim compare``)."""
+    if exp.title:
+        return exp.title
+    # " and ", not ", ": a policy's options have commas of their own (origin-aware:v1=off,v2=off).
+    return f"{' and '.join(v.label for v in exp.policies)} vs {exp.baseline.label}"
+
+
+def workload_label(exp: Experiment, w: WorkloadDef) -> str:
+    """``W1 (kind=cpu,exec=200)``; an untitled one-workload experiment (``numasim compare``,
+    whose workload is named "w") is labelled by its spec alone."""
+    if not exp.title and len(exp.workloads) == 1:
+        return w.spec or "workload defaults"
+    return f"{w.name} ({w.spec})" if w.spec else w.name
+
+
+def confidence_text(confidence: float) -> str:
+    return f"{confidence * 100:g} %"
+
+
+def _replications_text(counts: pd.Series) -> str:
+    lo, hi = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def table_text(
@@ -27,15 +108,19 @@ def table_text(
     """Rows = process counts; per workload the baseline's metric, each policy's and its gain %
     (for far-from-origin counts, a breakdown by the distance of the node where they ran most)."""
     label = METRIC_LABELS[exp.metric]
-    short = "TAT" if exp.metric.endswith("tat_ms") else exp.metric
-    timed = exp.metric.endswith("_ms")
+    short = metric_names(exp.metric)[0]
+    timed = _timed(exp.metric)
     how = "paired gain" if timed else "paired reduction relative to the baseline"
-    lines = [f"{exp.name}: {exp.title}", f"source: {exp.source}" if exp.source else "",
-             f"{label} and {how} (%), ± half-width of the {confidence:.0%} interval"]  # fmt: skip
+    lines = [f"{exp.name}: {experiment_title(exp)}"]
+    if exp.source:
+        lines.append(f"source: {exp.source}")
+    lines.append(f"{label} and {how} (%, positive = the policy is better), "
+                 f"± half-width of the {confidence_text(confidence)} t-interval")  # fmt: skip
     digits = 1 if exp.metric.endswith(("_ms", "_pct")) or exp.metric.startswith("far") else 3
+    notes: set[str] = set()
     for machine in exp.machines:
         for w in exp.workloads:
-            lines += ["", f"{machine} · {w.name} ({w.spec})"]
+            lines += ["", f"{machine} · {workload_label(exp, w)}"]
             header = ["n", f"{exp.baseline.label} {short}"]
             for v in exp.policies:
                 header += [f"{v.label} {short}", "gain %" if timed else "reduction %"]
@@ -45,24 +130,32 @@ def table_text(
                             & (summary.n == n)].set_index("policy")  # fmt: skip
                 g = gains[(gains.machine == machine) & (gains.workload == w.name)
                           & (gains.n == n)].set_index("policy")  # fmt: skip
-                if s.empty:
-                    continue
-                b = s.loc[exp.baseline.label]
-                row = [str(n), _pm(b["mean"], b["half_width"], digits)]
-                for v in exp.policies:
-                    p = s.loc[v.label]
-                    gg = g.loc[v.label]
-                    half = gg["gain_ci_high"] - gg["gain_pct"]
-                    row += [_pm(p["mean"], p["half_width"], digits), _pm(gg["gain_pct"], half, 2)]
+                row = [str(n)]
+                for v in exp.variants:
+                    if v.label not in s.index:
+                        notes.add("runs")
+                        row.append(DASH)
+                    else:
+                        p = s.loc[v.label]
+                        row.append(_pm(p["mean"], p["half_width"], digits, notes))
+                    if v is exp.baseline:
+                        continue
+                    if v.label not in g.index:
+                        row.append(DASH)
+                    else:
+                        gg = g.loc[v.label]
+                        half = gg["gain_ci_high"] - gg["gain_pct"]
+                        row.append(_pm(gg["gain_pct"], half, 2, notes, "gain"))
                 rows.append(row)
             lines += _aligned(rows)
             if runs is not None and exp.metric.startswith("far_from_origin"):
                 lines += ["", "  far from origin by the distance of the node where they ran most "
                           "(mean processes per run)"]  # fmt: skip
                 lines += _far_breakdown(exp, runs, machine, w.name)
-    reps = int(summary["replications"].min()) if len(summary) else 0
-    lines += ["", f"replications per cell: {reps}"]
-    return "\n".join(line for line in lines if line is not None)
+    reps = _replications_text(summary["replications"] if len(summary) else pd.Series([]))
+    lines += ["", f"replications per cell: {reps} (paired: every variant runs the same workloads)"]
+    lines += [_FOOTNOTES[k] for k in _FOOTNOTES if k in notes]
+    return "\n".join(lines)
 
 
 def _aligned(rows: list[list[str]], indent: str = "") -> list[str]:
@@ -78,20 +171,21 @@ def _far_breakdown(exp: Experiment, runs: pd.DataFrame, machine: str, workload: 
         for v in exp.variants:
             r = cell[(cell.n == n) & (cell.policy == v.label)]
             if not r.empty:
-                rows.append([str(n), v.label, *(f"{r[c].mean():.1f}" for c in cols)])
+                rows.append([str(n), v.label, *(fmt(r[c].mean()) for c in cols)])
     return _aligned(rows, "  ")
 
 
 def json_rows(exp: Experiment, gains: pd.DataFrame) -> dict[str, Any]:
-    """The `--json` shape of issue 4."""
+    """The `--json` shape of issue 4: one row per cell and policy, the means in ``unit``."""
 
     def num(x: float) -> float | None:
         return None if math.isnan(x) else float(x)
 
     rows = [{"machine": r.machine, "workload": r.workload, "n": int(r.n), "baseline": r.baseline,
-             "policy": r.policy, "baseline_tat_ms": num(r.baseline_tat_ms),
-             "policy_tat_ms": num(r.policy_tat_ms), "gain_pct": num(r.gain_pct),
+             "policy": r.policy, "unit": r.unit, "baseline_mean": num(r.baseline_mean),
+             "policy_mean": num(r.policy_mean), "gain_pct": num(r.gain_pct),
              "gain_ci_low": num(r.gain_ci_low), "gain_ci_high": num(r.gain_ci_high),
+             "confidence": float(r.confidence),
              "replications": int(r.replications)} for r in gains.itertuples()]  # fmt: skip
     return {"experiment": exp.name, "metric": exp.metric, "rows": rows}
 
@@ -112,11 +206,154 @@ def write_tables(out: Path, runs: pd.DataFrame, summary: pd.DataFrame, gains: pd
     return paths
 
 
-def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):
-    """Per machine and workload: TAT vs n (with intervals) and gain vs n (with intervals)."""
+#: Marker and line style per variant (baseline first); hollow markers and distinct dashes keep
+#: a curve visible under another.
+_MARKERS = "osD^v<>p"
+_LINES = ["-", "--", "-.", ":"]
+#: Horizontal offset between the variants' points, as a share of the sweep's span.
+_DODGE = 0.012
+#: Height of the caption's strip at the bottom of a figure (inches).
+CAPTION_IN = 0.3
+#: SVG ids derive from this salt instead of a random one: the same data give the same bytes.
+SVG_SALT = "numasim"
+
+
+def _style(i: int) -> dict[str, Any]:
+    return {"color": f"C{i}", "marker": _MARKERS[i % len(_MARKERS)], "mfc": "none", "mew": 1.4,
+            "ms": 6, "capsize": 3, "elinewidth": 1}  # fmt: skip
+
+
+def caption(exp: Experiment, summary: pd.DataFrame) -> str:
+    """What the error bars are: the interval, its confidence and the replication count."""
+    counts = summary["replications"] if len(summary) else pd.Series([0])
+    if counts.max() < 2:
+        return "no error bars: fewer than 2 replications"
+    conf = summary["confidence"].iloc[0] if "confidence" in summary else exp.confidence
+    return (f"error bars: {confidence_text(conf)} t-interval, {_replications_text(counts)} "
+            "paired replications (every variant runs the same workloads)")  # fmt: skip
+
+
+def gain_title(exp: Experiment) -> str:
+    """The gain panel's title: the metric, the baseline and the sign."""
+    noun = metric_names(exp.metric)[1]
+    return f"{noun} vs {exp.baseline.label}, % — higher is better"
+
+
+def figure(exp: Experiment, machine: str, w: WorkloadDef, summary: pd.DataFrame,
+           gains: pd.DataFrame):  # fmt: skip
+    """The figure of one machine and workload: the metric (left) and the gain (right) against
+    n, or a dot plot of the variants when the sweep has a single n."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = summary[(summary.machine == machine) & (summary.workload == w.name)]
+    g = gains[(gains.machine == machine) & (gains.workload == w.name)]
+    title = f"{machine} · {workload_label(exp, w)}"
+    single = len(exp.ns) == 1
+    k = len(exp.variants)
+    height = 1.9 + 0.45 * k if single else 4.8
+    fig = plt.figure(figsize=(11, height + CAPTION_IN), layout="constrained")
+    # Panels (and their legend) above, the caption in a strip of its own below: nothing the
+    # layout places can run into it.
+    panels, foot = fig.subfigures(2, 1, height_ratios=[height, CAPTION_IN])
+    if single:
+        _dot_plot(panels, exp, s, g)
+        title += f" · n = {exp.ns[0]}"
+    else:
+        _sweep_plot(panels, exp, s, g)
+    fig.suptitle(title)
+    foot.text(0.5, 0.5, caption(exp, s), ha="center", va="center", fontsize=8, color="#444")
+    return fig
+
+
+def _no_gain(g: pd.DataFrame) -> str:
+    """Why a cell's gains are missing ("" when one is not)."""
+    if g.empty:
+        return "no runs"
+    if g.gain_pct.isna().all():
+        return "baseline 0: no reduction" if (g.baseline_mean == 0).all() else "no gain"
+    return ""
+
+
+def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> None:
+    """The metric and the gain against n; one legend for both, under them."""
+    ax1, ax2 = fig.subplots(1, 2)
+    ns = sorted(exp.ns)
+    span = (ns[-1] - ns[0]) or 1
+    k = len(exp.variants)
+
+    def dodge(i: int, among: int = k) -> float:
+        """The x offset of the i-th of ``among`` series: centred on n, a little apart."""
+        return _DODGE * span * (i - (among - 1) / 2)
+
+    for i, v in enumerate(exp.variants):
+        d = s[s.policy == v.label].sort_values("n")
+        ax1.errorbar(d.n + dodge(i), d["mean"], yerr=d["half_width"].fillna(0), label=v.label,
+                     ls=_LINES[i % len(_LINES)], **_style(i))  # fmt: skip
+    for i, v in enumerate(exp.policies, start=1):
+        d = g[g.policy == v.label].sort_values("n")
+        err = (d.gain_ci_high - d.gain_pct).fillna(0)
+        # The same colour, marker and dashes as the policy's curve on the left; dodged among
+        # the policies only (one policy sits on its n).
+        ax2.errorbar(d.n + dodge(i - 1, k - 1), d.gain_pct, yerr=err, ls=_LINES[i % len(_LINES)],
+                     **_style(i))  # fmt: skip
+    ax2.axhline(0, color="grey", lw=0.8)
+    # An n without a gain (no runs, or a baseline of 0) keeps its place on the axis, marked.
+    for n in ns:
+        why = _no_gain(g[g.n == n])
+        if why:
+            ax2.text(n, 0, why, rotation=90, ha="center", va="bottom", fontsize=8, color="#666")
+    pad = 0.05 * span
+    for ax in (ax1, ax2):
+        ax.set_xticks(ns)
+        ax.set_xlim(ns[0] - pad, ns[-1] + pad)
+        ax.set_xlabel("processes (n)")
+        ax.grid(alpha=0.3)
+    ax1.set_ylabel(METRIC_LABELS[exp.metric])
+    ax2.set_ylabel(f"{metric_names(exp.metric)[1]} (%)")
+    ax2.set_title(textwrap.fill(gain_title(exp), 60), fontsize=10)
+    ax1.set_title(METRIC_LABELS[exp.metric], fontsize=10)
+    # One legend for both panels (a policy has the same style on each), outside the axes.
+    fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", ncol=min(k, 4),
+               frameon=False)  # fmt: skip
+
+
+def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> None:
+    """One n: the variants are categories (rows), the values dots with their intervals."""
+    k = len(exp.variants)
+    ax1, ax2 = fig.subplots(1, 2, sharey=True)
+    for i, v in enumerate(exp.variants):
+        d = s[s.policy == v.label]
+        ax1.errorbar(d["mean"], [i] * len(d), xerr=d["half_width"].fillna(0), ls="none",
+                     **_style(i))  # fmt: skip
+    for i, v in enumerate(exp.policies, start=1):
+        d = g[g.policy == v.label]
+        err = (d.gain_ci_high - d.gain_pct).fillna(0)
+        ax2.errorbar(d.gain_pct, [i] * len(d), xerr=err, ls="none", **_style(i))
+        why = _no_gain(d)
+        if why:
+            ax2.text(0, i, why, ha="center", va="center", fontsize=8, color="#666")
+    ax2.axvline(0, color="grey", lw=0.8)
+    ax1.set_yticks(range(k), [v.label for v in exp.variants])
+    ax1.set_ylim(k - 0.5, -0.5)  # the baseline on top
+    ax2.tick_params(axis="y", left=False)
+    # The baseline's row has no gain: say so instead of leaving a blank.
+    ax2.text(0.5, 0, "(baseline)", transform=ax2.get_yaxis_transform(), ha="center",
+             va="center", fontsize=8, color="grey")  # fmt: skip
+    ax1.set_xlabel(METRIC_LABELS[exp.metric])
+    ax2.set_xlabel(f"{metric_names(exp.metric)[1]} (%)")
+    ax2.set_title(textwrap.fill(gain_title(exp), 60), fontsize=10)
+    ax1.set_title(METRIC_LABELS[exp.metric], fontsize=10)
+    for ax in (ax1, ax2):
+        ax.grid(axis="x", alpha=0.3)
+
+
+def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):
+    """Per machine and workload, ``figures/NAME-MACHINE-WORKLOAD.{png,svg}`` (see ``figure``);
+    the same data give the same bytes (no dates or software versions, a fixed SVG id salt)."""
+    import matplotlib
     import matplotlib.pyplot as plt
 
     fig_dir = out / "figures"
@@ -124,33 +361,12 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
     paths = []
     for machine in exp.machines:
         for w in exp.workloads:
-            s = summary[(summary.machine == machine) & (summary.workload == w.name)]
-            g = gains[(gains.machine == machine) & (gains.workload == w.name)]
+            fig = figure(exp, machine, w, summary, gains)
             stem = f"{exp.name}-{machine}-{w.name}"
-            fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-            markers = "osD^v<>"
-            for i, v in enumerate(exp.variants):
-                d = s[s.policy == v.label].sort_values("n")
-                ax1.errorbar(d.n, d["mean"], yerr=d["half_width"].fillna(0), marker=markers[i % 7],
-                             color=f"C{i}", capsize=3, label=v.label)  # fmt: skip
-            ax1.set(xlabel="processes (n)", ylabel=METRIC_LABELS[exp.metric],
-                    title=f"{machine} · {w.name}")  # fmt: skip
-            ax1.grid(alpha=0.3)
-            ax1.legend()
-            for i, v in enumerate(exp.policies):
-                d = g[g.policy == v.label].sort_values("n")
-                err = (d.gain_ci_high - d.gain_pct).fillna(0)
-                # The same colour and marker as the policy's turnaround curve.
-                ax2.errorbar(d.n, d.gain_pct, yerr=err, marker=markers[(i + 1) % 7],
-                             color=f"C{i + 1}", capsize=3,
-                             label=f"{v.label} vs {exp.baseline.label}")  # fmt: skip
-            ax2.axhline(0, color="grey", lw=0.8)
-            ax2.set(xlabel="processes (n)", ylabel="gain (%)", title="gain over the baseline")
-            ax2.grid(alpha=0.3)
-            ax2.legend()
-            for ext in ("png", "svg"):
-                p = fig_dir / f"{stem}.{ext}"
-                fig.savefig(p, dpi=150)
-                paths.append(p)
+            with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
+                for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
+                    p = fig_dir / f"{stem}.{ext}"
+                    fig.savefig(p, dpi=150, metadata=meta)
+                    paths.append(p)
             plt.close(fig)
     return paths

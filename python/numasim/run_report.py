@@ -6,6 +6,7 @@
  Machine         nodes, CPUs and speeds; the distance matrix as a heat map
  Schedule        per-CPU utilisation timeline (CPU × time, busy fraction per bin)
  Far from origin processes by the distance from their origin node to the node they ran most
+                 (log scale: the few far processes next to the many at home)
 ```
 
 Figures are matplotlib SVG inlined in the page (text drawn as paths, so no font is needed);
@@ -30,7 +31,10 @@ TIMELINE_BINS = 200
 ANNOTATE_NODES = 16
 
 TIMELINE_CAPTION = "Busy fraction of each CPU in each time bin (lines separate nodes)."
-FAR_CAPTION = "Processes by the distance from their origin node to the node where they ran most."
+FAR_CAPTION = (
+    "Processes by the distance from their origin node to the node where they ran most "
+    "(log scale; 10 = at their origin node)."
+)
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -91,13 +95,24 @@ def _pyplot():
 
 def distance_figure(record: RunRecord) -> str:
     """The SLIT distance matrix as a heat map."""
+    return _svg(distance_plot(record))
+
+
+def distance_plot(record: RunRecord) -> Any:
+    """The heat map as a matplotlib figure; one node (a single value) gets no colour bar."""
     plt = _pyplot()
+    from matplotlib.colors import ListedColormap
+
     d = record.machine.distances
     n = len(d)
     size = min(9.0, 2.5 + 0.35 * n)
     fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
-    im = ax.imshow(d, cmap="viridis_r", interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="distance (SLIT, 10 = local)", shrink=0.8)
+    values = {v for row in d for v in row}
+    if len(values) > 1:
+        im = ax.imshow(d, cmap="viridis_r", interpolation="nearest")
+        fig.colorbar(im, ax=ax, label="distance (SLIT, 10 = local)", shrink=0.8)
+    else:  # one value (one node): no scale to read, so no colour bar and a neutral cell colour
+        ax.imshow(d, cmap=ListedColormap(["#e4e4e4"]), interpolation="nearest")
     step = max(1, n // 16)
     ax.set_xticks(range(0, n, step))
     ax.set_yticks(range(0, n, step))
@@ -106,9 +121,10 @@ def distance_figure(record: RunRecord) -> str:
         mid = (min(map(min, d)) + max(map(max, d))) / 2
         for i in range(n):
             for j in range(n):
+                light = len(values) == 1 or d[i][j] < mid
                 ax.text(j, i, str(d[i][j]), ha="center", va="center", fontsize=7,
-                        color="white" if d[i][j] >= mid else "black")  # fmt: skip
-    return _svg(fig)
+                        color="black" if light else "white")  # fmt: skip
+    return fig
 
 
 def utilisation(record: RunRecord, bins: int = TIMELINE_BINS) -> list[list[float]]:
@@ -144,8 +160,9 @@ def timeline_figure(record: RunRecord) -> str:
 
 
 def far_counts(record: RunRecord) -> list[tuple[int, int]]:
-    """(distance, processes) for each memory access level: how far from its origin node each
-    process ran most (level 0 = at its origin node; every other level is far from origin)."""
+    """(distance, processes) for each distance of the machine: how far from its origin node each
+    process ran most (the smallest distance = at its origin node; any other is far from origin).
+    The engine indexes distances by level (``most_level``); the page shows only distances."""
     mals = record.machine.mals
     counts = [0] * len(mals)
     for p in record.result["processes"]:
@@ -155,17 +172,28 @@ def far_counts(record: RunRecord) -> list[tuple[int, int]]:
 
 def far_figure(record: RunRecord) -> str:
     """Processes by the distance of the node where they ran most from their origin node."""
+    return _svg(far_plot(record))
+
+
+def far_plot(record: RunRecord) -> Any:
+    """The far-from-origin bars on a log scale: usually almost all processes are at home and a
+    handful far, which a linear axis flattens to nothing."""
     plt = _pyplot()
     rows = far_counts(record)
-    fig, ax = plt.subplots(figsize=(6.5, 3.2), constrained_layout=True)
+    counts = [c for _, c in rows]
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), constrained_layout=True)
     labels = [f"{d}" + (" (origin)" if i == 0 else "") for i, (d, _) in enumerate(rows)]
     colors = ["#4c72b0"] + ["#dd8452"] * (len(rows) - 1)
-    bars = ax.bar(labels, [c for _, c in rows], color=colors)
+    bars = ax.bar(labels, counts, color=colors)
+    # symlog: log above 1 process, linear below, so a distance no process ended at is a 0 bar.
+    ax.set_yscale("symlog", linthresh=1, linscale=0.4)
+    ax.set_ylim(0, max(1, max(counts, default=1)) * 3)
+    ax.yaxis.set_major_formatter("{x:g}")  # 1, 10, 100 rather than 10⁰, 10¹, 10²
     ax.bar_label(bars, fontsize=8)
     ax.set(xlabel="distance from the origin node to the node where it ran most",
-           ylabel="processes", title="far from origin")  # fmt: skip
+           ylabel="processes (log scale)", title="far from origin")  # fmt: skip
     ax.grid(axis="y", alpha=0.3)
-    return _svg(fig)
+    return fig
 
 
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
@@ -178,6 +206,10 @@ def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozens
         "<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _figure(svg: str, caption: str) -> str:
@@ -202,7 +234,7 @@ def html_report(record: RunRecord) -> str:
                   " ".join(map(str, m.distances[n["id"]]))] for n in m.info["nodes"]]  # fmt: skip
     cpus = _table(["node", "CPUs", "speeds", "distances"], node_rows)
     far_rows = [[d, c, f"{100 * c / max(1, s['processes']):.1f} %"] for d, c in far_counts(record)]
-    far = _table(["distance ran most", "processes", "share"], far_rows, {0, 1, 2})
+    far = _table(["distance from origin", "processes", "share"], far_rows, {0, 1, 2})
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -217,8 +249,8 @@ def html_report(record: RunRecord) -> str:
         by_level,
         "<h2>Machine</h2>",
         f"<p>{esc(m.description)}</p>" if m.description else "",
-        f"<p>{m.nodes} nodes, {m.cpus} CPUs; memory access levels "
-        f"{' / '.join(map(str, m.mals))}.</p>",
+        f"<p>{_count(m.nodes, 'node')}, {_count(m.cpus, 'CPU')}; distances "
+        f"{' / '.join(map(str, m.mals))} (10 = local).</p>",
         _figure(distance_figure(record), "SLIT distances between nodes (10 = local)."),
         cpus,
         "<h2>Schedule</h2>",

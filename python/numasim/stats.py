@@ -19,6 +19,23 @@ from scipy import stats as sps
 
 from numasim.experiment import Experiment
 
+#: The unit of each metric an experiment can report, as written in ``summary``, ``gains`` and
+#: ``--json`` rows (``"1"`` for a dimensionless factor).
+METRIC_UNITS = {
+    "mean_tat_ms": "ms",
+    "median_tat_ms": "ms",
+    "p95_tat_ms": "ms",
+    "makespan_ms": "ms",
+    "far_from_origin": "processes",
+    "far_from_origin_pct": "%",
+    "mean_remote_factor": "1",
+}
+
+
+def unit(metric: str) -> str:
+    """The unit of ``metric`` (``ms`` for any ``*_ms`` column)."""
+    return METRIC_UNITS.get(metric, "ms" if metric.endswith("_ms") else "")
+
 
 def t_interval(values: Sequence[float], confidence: float) -> tuple[float, float, float]:
     """(mean, sd, half-width); sd and half-width are NaN below two values."""
@@ -39,13 +56,16 @@ def summarize(runs: pd.DataFrame, confidence: float, metric: str = "mean_tat_ms"
     ):
         mean, sd, half = t_interval(g[metric].to_list(), confidence)
         out.append({"machine": machine, "workload": workload, "n": n, "policy": policy,
-                    "metric": metric, "replications": len(g), "mean": mean, "sd": sd,
-                    "ci_low": mean - half, "ci_high": mean + half, "half_width": half})  # fmt: skip
+                    "metric": metric, "unit": unit(metric), "replications": len(g),
+                    "mean": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half,
+                    "half_width": half, "confidence": confidence})  # fmt: skip
     return pd.DataFrame(out)
 
 
 def gains(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = "mean_tat_ms"):
-    """Paired gain of every policy over the baseline, per cell."""
+    """Paired gain of every policy over the baseline, per cell: ``metric`` and its ``unit``, the
+    two means (``baseline_mean``, ``policy_mean``, in that unit) and ``gain_pct`` with its interval
+    (positive = the policy's metric is lower, i.e. better)."""
     base = exp.baseline.label
     out = []
     for (machine, workload, n), g in runs.groupby(["machine", "workload", "n"], sort=False):
@@ -64,10 +84,10 @@ def gains(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = 
                 scale = 100 / bb.mean() if bb.mean() else math.nan
                 gain, half = diff * scale, half * scale
             out.append({"machine": machine, "workload": workload, "n": int(n), "baseline": base,
-                        "policy": v.label, "baseline_tat_ms": float(bb.mean()),
-                        "policy_tat_ms": float(pp.mean()), "gain_pct": gain,
-                        "gain_ci_low": gain - half, "gain_ci_high": gain + half,
-                        "replications": len(common)})  # fmt: skip
+                        "policy": v.label, "metric": metric, "unit": unit(metric),
+                        "baseline_mean": float(bb.mean()), "policy_mean": float(pp.mean()),
+                        "gain_pct": gain, "gain_ci_low": gain - half, "gain_ci_high": gain + half,
+                        "replications": len(common), "confidence": confidence})  # fmt: skip
     return pd.DataFrame(out)
 
 
