@@ -362,7 +362,7 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
     for machine in exp.machines:
         for w in exp.workloads:
             fig = figure(exp, machine, w, summary, gains)
-            stem = f"{exp.name}-{machine}-{w.name}"
+            stem = f"{exp.name}-{Path(machine).stem}-{w.name}"  # a machine may be a file path
             with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
                 for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
                     p = fig_dir / f"{stem}.{ext}"
