@@ -194,7 +194,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
         ),
         (
             ("seed = 7", "seed = 7\nmetric = 'speed'"),
-            "metric must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
+            "metric: must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
             "far_from_origin, far_from_origin_pct, mean_remote_factor",
         ),
         (
@@ -202,10 +202,37 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
             "unknown domain builder 'three-level'; choose one of flat, node-only, two-level, "
             "multilevel, linux",
         ),
-        (("n = [60, 120]", "n = []"), "the sweep is empty: give [sweep] n = [25, 50, ...]"),
-        (("n = [60, 120]", "n = [20, -5]"), "[sweep] n must be positive process counts"),
-        (("replications = 6", "replications = 0"), "replications must be at least 1, got 0"),
-        (("replications = 6", "replications = -3"), "replications must be at least 1, got -3"),
+        (("n = [60, 120]", "n = []"), "sweep.n: is empty"),
+        (("n = [60, 120]", "n = [20, -5]"), "sweep.n.1: should be greater than 0 (got -5)"),
+        (("n = [60, 120]", 'n = "20"'), "sweep.n: should be a valid list (got '20')"),
+        (("n = [60, 120]", "n = [60, 120, 60]"), "sweep.n: 60 named more than once"),
+        (("n = [60, 120]", "n = [60]\nsize = 3"), "unknown key 'sweep.size'; allowed: n"),
+        (
+            ("replications = 6", "replications = 0"),
+            "replications: should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            ("replications = 6", "replications = -3"),
+            "replications: should be greater than or equal to 1 (got -3)",
+        ),
+        (
+            ("replications = 6", "replications = 2.5"),
+            "replications: should be a valid integer (got 2.5)",
+        ),
+        (("seed = 7", "seed = -1"), "seed: should be greater than or equal to 0 (got -1)"),
+        (
+            ('name = "make"', 'name = "make"\ncolour = 2'),
+            "unknown key 'workload.0.colour'; allowed: name, spec",
+        ),
+        (('name = "make"', "name = 5"), "workload.0.name: should be a valid string (got 5)"),
+        (
+            ('name = "make"', 'name = "make"\nspec = "kind=io"\n[[workload]]\nname = "make"'),
+            "workload: make named more than once",
+        ),
+        (
+            ('machines = ["hp-superdome-4"]', 'machines = ["hp-superdome-4", "hp-superdome-4"]'),
+            "machines: hp-superdome-4 named more than once",
+        ),
         (("replications = 6", ""), "missing key 'replications'"),
         (
             ('machines = ["hp-superdome-4"]', 'machines = ["nowhere-9"]'),
@@ -214,7 +241,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
         ),
         (
             ("confidence = 0.95", "confidence = 1.5"),
-            "confidence must be a number in [0.5, 1), e.g. 0.95",
+            "confidence: should be less than 1 (got 1.5)",
         ),
     ],
 )

@@ -18,10 +18,10 @@ import click
 from numasim import _core
 from numasim._core import InputError
 from numasim.experiment import Interrupted
-from numasim.machine import Machine, builders, presets
+from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
-from numasim.sim import Workload, default_domains, policies, simulate
+from numasim.sim import SEED_MAX, Workload, default_domains, policies, simulate
 
 EXIT_BAD_INPUT = 2
 #: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
@@ -66,7 +66,7 @@ def topology(
     """
     m = Machine.load(machine, cpus_per_node, sysfs_root)
     _warn(m)
-    domains = m.domains(builder)
+    domains = m.domains(check_builder(builder, "--domains"))
     if as_json:
         click.echo(json.dumps({"machine": m.info, "domains": domains}))
         return
@@ -84,10 +84,37 @@ def topology(
     required=True,
     help="A spec (n=300,kind=cpu,exec=200,arrival=random) or a .csv/.json workload file.",
 )
-@click.option("--policy", default="linux26", show_default=True, help="Balancing policy.")
-@click.option("--domains", "builder", default=None, help="Domain builder (default: the policy's).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--cpus-per-node", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--policy",
+    default="linux26",
+    show_default=True,
+    help="Balancing policy: "
+    + ", ".join(p[0] for p in _core.policies())
+    + ". Options follow a colon, e.g. origin-aware:v1=off,min-load=2 (numasim list policies; "
+    "docs/policies/NAME.md).",
+)
+@click.option(
+    "--domains",
+    "builder",
+    default=None,
+    help="Domain builder: "
+    + ", ".join(b[0] for b in _core.builders())
+    + " (default: the policy's own, see numasim list policies).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, SEED_MAX),
+    default=0,
+    show_default=True,
+    help="Seed of the generated workload (0 … 2^64 − 1): the same seed gives the same run, "
+    "bit for bit. Ignored for a workload file.",
+)
+@click.option(
+    "--cpus-per-node",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPUs per node, for a plain distance-table file (presets and machine files fix it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
 @click.option("--trace", "trace_file", default=None, help="Write a Perfetto/Chrome trace JSON.")
@@ -115,9 +142,16 @@ def run(
     `numasim trace DIR` makes its trace or report later.
     """
     window = _parse_window(trace_window)
+    if window and not trace_file:
+        raise click.UsageError("--trace-window clips the trace: give --trace FILE too")
+    if as_json and n_traces:
+        raise click.UsageError(
+            "--traces prints text and --json prints only the summary; choose one "
+            "(--out DIR also writes every migration to migrations.csv)"
+        )
     m = Machine.load(machine_spec, cpus_per_node)
     _warn(m)
-    builder = builder or default_domains(policy)
+    builder = check_builder(builder, "--domains") if builder else default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
     result = simulate(m, workload, policy=policy, domains=builder, trace=traced)
@@ -233,6 +267,13 @@ def _write_trace(record: RunRecord, path: str, window) -> str:
 
     text = trace_text(record.machine, record.result_json, window, record.origin)
     _write(path, text)
+    makespan = record.result["summary"]["makespan_ms"]
+    if window and window[0] >= makespan:
+        click.echo(
+            f"numasim: warning: --trace-window {window[0]:g}:{window[1]:g} starts after the run "
+            f"ended ({makespan:.1f} ms): the trace holds no running slice",
+            err=True,
+        )
     if len(text) > TRACE_WARN_BYTES:
         click.echo(
             f"numasim: warning: the trace {path} is {len(text) / 2**20:.0f} MB; "
@@ -327,13 +368,29 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
 
 
 _common_experiment_options = [
-    click.option("--replications", type=int, default=None, help="Replications per cell."),
     click.option(
-        "--jobs", type=click.IntRange(min=1), default=None, help="Local worker processes."
+        "--replications",
+        type=int,
+        default=None,
+        help="Replications per cell (default: the experiment file's; compare: 30).",
     ),
-    click.option("--cluster", default=None, help="Dask scheduler address (numasim[cluster])."),
     click.option(
-        "--confidence", type=float, default=None, help="Interval confidence (0.95, 0.99)."
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Local worker processes (default: every core).",
+    ),
+    click.option(
+        "--cluster",
+        default=None,
+        help="Run on a Dask cluster: its scheduler address, e.g. tcp://10.0.0.5:8786 "
+        "(pip install 'numasim[cluster]').",
+    ),
+    click.option(
+        "--confidence",
+        type=float,
+        default=None,
+        help="Confidence of the intervals, e.g. 0.95 or 0.99 (default: the file's, or 0.95).",
     ),
     click.option(
         "--out",
@@ -379,9 +436,25 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, as_json
 
 @cli.command()
 @click.option("--machine", "machines", required=True, help="Preset or machine file (comma list).")
-@click.option("--workload", "workload", required=True, help="Spec with n=..., e.g. n=200,kind=io")
-@click.option("--policies", required=True, help="Baseline first: linux26@two-level,linux26@flat")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--workload",
+    "workload",
+    required=True,
+    help="A generator spec with the process count, e.g. n=200,kind=io (docs/workloads.md).",
+)
+@click.option(
+    "--policies",
+    required=True,
+    help="POLICY[@DOMAINS] entries, the baseline first: linux26@two-level,linux26@flat "
+    "(options as in run --policy: origin-aware:v1=off@multilevel).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=0,
+    show_default=True,
+    help="Master seed: each replication's workload seed derives from it.",
+)
 @_experiment_options
 def compare(machines, workload, policies, seed, replications, jobs, cluster, confidence, out,
             fresh, as_json) -> None:  # fmt: skip
@@ -389,7 +462,23 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
     from numasim import experiment as ex
 
     _check_common(replications, confidence)
-    parts = [p.strip() for p in workload.split(",") if p.strip()]
+    if Path(workload).suffix.lower() in {".csv", ".json"} or Path(workload).is_file():
+        raise click.UsageError(
+            f"--workload: '{workload}' is a file; compare generates its replications from a "
+            "spec such as n=200,kind=cpu (run a workload file with `numasim run --workload FILE`)"
+        )
+    for option, text in (
+        ("--machine", machines),
+        ("--workload", workload),
+        ("--policies", policies),
+    ):
+        if re.search(r"(^|,)\s*(,|$)", text):
+            raise click.UsageError(f"{option}: '{text}' has an empty entry (a comma too many)")
+    machine_list = [m.strip() for m in machines.split(",")]
+    twice = sorted({m for m in machine_list if machine_list.count(m) > 1})
+    if twice:
+        raise click.UsageError(f"--machine: {', '.join(twice)} named more than once")
+    parts = [p.strip() for p in workload.split(",")]
     ns = [p for p in parts if p.startswith("n=")]
     if len(ns) != 1:
         raise click.UsageError("--workload must give the process count once, e.g. n=200,kind=cpu")
@@ -399,11 +488,11 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
         raise click.UsageError(f"--workload: '{ns[0]}' is not a process count") from None
     # Commas separate variants and a policy's options: a variant starts with a name followed
     # by '@', ':', ',' or the end ("origin-aware:v1=off,v2=off@multilevel,linux26").
-    variants = [p.strip() for p in re.split(r",(?=[\w-]+(?:[@:,]|$))", policies) if p.strip()]
+    variants = [p.strip() for p in re.split(r",(?=[\w-]+(?:[@:,]|$))", policies)]
     if len(variants) < 2:
         raise click.UsageError("--policies needs a baseline and at least one policy")
     exp = ex.from_dict(
-        {"name": "compare", "machines": machines.split(","),
+        {"name": "compare", "machines": machine_list,
          "workload": [{"name": "w", "spec": ",".join(p for p in parts if not p.startswith("n="))}],
          "sweep": {"n": [n]}, "baseline": variants[0], "policies": variants[1:],
          "replications": replications or 30, "confidence": confidence or 0.95, "seed": seed},

@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numasim import _core
 from numasim._core import InputError
+from numasim.machine import check_builder
 from numasim.sim import default_domains
 
 METRICS = (
@@ -62,10 +65,6 @@ METRIC_LABELS = {
 }
 #: Migration kinds stored per run (``migrations_<kind>``).
 KIND_COLUMNS = ("pull", "push", "exchange", "idle", "active")
-_ALLOWED = {
-    "name", "title", "source", "machines", "workload", "sweep", "baseline", "policies",
-    "replications", "confidence", "seed", "notes", "metric",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -121,15 +120,9 @@ def list_experiments() -> list[Experiment]:
 def parse_variant(origin: str, text: str) -> Variant:
     """``policy`` (its default domains) or ``policy@domains``; a policy may carry options,
     ``origin-aware:v2=off@multilevel``."""
-    builders = {b[0] for b in _core.builders()}
     policy, _, domains = text.partition("@")
     default = default_domains(policy, origin)  # checks the policy and its options
-    domains = domains or default
-    if domains not in builders:
-        raise InputError(
-            f"{origin}: unknown domain builder '{domains}'; choose one of "
-            f"{', '.join(b[0] for b in _core.builders())}"
-        )
+    domains = check_builder(domains, origin) if domains else default
     return Variant(text, policy, domains)
 
 
@@ -150,75 +143,97 @@ def load(name_or_path: str | Path) -> Experiment:
     return from_dict(data, origin)
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _WorkloadEntry(_Strict):
+    name: str = Field(min_length=1)
+    spec: str
+
+
+class _Sweep(_Strict):
+    n: list[Annotated[int, Field(gt=0)]] = Field(min_length=1)
+
+
+class ExperimentFile(_Strict):
+    """The schema of an experiment file (docs/experiments.md); every key is checked here."""
+
+    name: str = Field(min_length=1)
+    title: str = ""
+    source: str = ""
+    notes: str = ""
+    machines: list[str] = Field(min_length=1)
+    workload: list[_WorkloadEntry] = Field(min_length=1)
+    sweep: _Sweep
+    baseline: str
+    policies: list[str] = Field(min_length=1)
+    replications: int = Field(ge=1)
+    confidence: float = Field(default=0.95, ge=0.5, lt=1)
+    #: A master seed: replication seeds derive from it (``replication_seed``).
+    seed: int = Field(ge=0, lt=2**63)
+    metric: Literal[tuple(METRIC_LABELS)] = "mean_tat_ms"  # type: ignore[valid-type]
+
+
+def _schema_error(origin: str, e: ValidationError) -> InputError:
+    """The first problem pydantic found, as one line naming the key path."""
+    err = e.errors()[0]
+    path = ".".join(str(part) for part in err["loc"])
+    if err["type"] == "extra_forbidden":
+        parent = ExperimentFile
+        for part in err["loc"][:-1]:
+            if isinstance(part, str):
+                parent = {"workload": _WorkloadEntry, "sweep": _Sweep}.get(part, parent)
+        allowed = ", ".join(sorted(parent.model_fields))
+        return InputError(f"{origin}: unknown key '{path}'; allowed: {allowed}")
+    if err["type"] == "missing":
+        return InputError(f"{origin}: missing key '{path}'")
+    if err["type"] == "literal_error":
+        return InputError(f"{origin}: {path}: must be one of {', '.join(METRIC_LABELS)}")
+    if err["type"] == "too_short":
+        return InputError(f"{origin}: {path}: is empty")
+    got = err.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+    return InputError(f"{origin}: {path}: {err['msg'].removeprefix('Input ')}{shown}")
+
+
 def from_dict(data: dict[str, Any], origin: str) -> Experiment:
-    """Checks an experiment's keys and values; every problem is one InputError line."""
-    for key in data:
-        if key not in _ALLOWED:
-            raise InputError(
-                f"{origin}: unknown key '{key}'; allowed: {', '.join(sorted(_ALLOWED))}"
-            )
-
-    def need(key: str, kind: type | tuple[type, ...]) -> Any:
-        if key not in data:
-            raise InputError(f"{origin}: missing key '{key}'")
-        if not isinstance(data[key], kind) or isinstance(data[key], bool):
-            raise InputError(f"{origin}: key '{key}' has the wrong type")
-        return data[key]
-
-    machines = need("machines", list)
-    if not machines or not all(isinstance(m, str) for m in machines):
-        raise InputError(f"{origin}: key 'machines' must be a non-empty list of machine names")
-    workloads = []
-    for i, w in enumerate(need("workload", list)):
-        if not isinstance(w, dict) or set(w) != {"name", "spec"}:
-            raise InputError(f"{origin}: workload {i} must have exactly 'name' and 'spec'")
-        if any(part.strip().startswith("n=") for part in w["spec"].split(",")):
-            raise InputError(f"{origin}: workload '{w['name']}': n comes from [sweep], not spec")
-        workloads.append(WorkloadDef(w["name"], w["spec"]))
-    if not workloads:
-        raise InputError(f"{origin}: no [[workload]]")
-    sweep = need("sweep", dict)
-    if set(sweep) != {"n"}:
-        raise InputError(f"{origin}: [sweep] takes exactly one key, n")
-    ns = sweep["n"]
-    if not isinstance(ns, list) or not ns:
-        raise InputError(f"{origin}: the sweep is empty: give [sweep] n = [25, 50, ...]")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in ns):
-        raise InputError(f"{origin}: [sweep] n must be positive process counts")
-    reps = need("replications", int)
-    if reps <= 0:
-        raise InputError(f"{origin}: replications must be at least 1, got {reps}")
-    confidence = data.get("confidence", 0.95)
-    if not isinstance(confidence, float) or not 0.5 <= confidence < 1:
-        raise InputError(f"{origin}: confidence must be a number in [0.5, 1), e.g. 0.95")
-    metric = data.get("metric", "mean_tat_ms")
-    if metric not in METRIC_LABELS:
-        raise InputError(f"{origin}: metric must be one of {', '.join(METRIC_LABELS)}")
-    policies = need("policies", list)
-    if not policies:
-        raise InputError(f"{origin}: key 'policies' is empty")
+    """Checks an experiment's keys and values; every problem is one InputError line that names
+    the key path (``workload.1.spec``, ``sweep.n.0``)."""
+    try:
+        f = ExperimentFile.model_validate(data)
+    except ValidationError as e:
+        raise _schema_error(origin, e) from None
+    for i, w in enumerate(f.workload):
+        if any(part.strip().startswith("n=") for part in w.spec.split(",")):
+            raise InputError(f"{origin}: workload.{i}.spec: n comes from [sweep], not the spec")
+    for key, items in (("workload", [w.name for w in f.workload]), ("machines", f.machines),
+                       ("sweep.n", f.sweep.n)):  # fmt: skip
+        twice = sorted({str(x) for x in items if items.count(x) > 1})
+        if twice:
+            raise InputError(f"{origin}: {key}: {', '.join(twice)} named more than once")
     exp = Experiment(
-        name=need("name", str),
-        title=data.get("title", ""),
-        source=data.get("source", ""),
-        machines=machines,
-        workloads=workloads,
-        ns=ns,
-        baseline=parse_variant(origin, need("baseline", str)),
-        policies=[parse_variant(origin, p) for p in policies],
-        replications=reps,
-        confidence=confidence,
-        seed=need("seed", int),
-        notes=data.get("notes", ""),
+        name=f.name,
+        title=f.title,
+        source=f.source,
+        machines=f.machines,
+        workloads=[WorkloadDef(w.name, w.spec) for w in f.workload],
+        ns=f.sweep.n,
+        baseline=parse_variant(origin, f.baseline),
+        policies=[parse_variant(origin, p) for p in f.policies],
+        replications=f.replications,
+        confidence=f.confidence,
+        seed=f.seed,
+        notes=f.notes,
         origin=origin,
-        metric=metric,
+        metric=f.metric,
     )
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
     from numasim.machine import Machine
 
-    for m in machines:
+    for m in f.machines:
         Machine.load(m)
     return exp
 

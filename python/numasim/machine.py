@@ -47,6 +47,16 @@ def builders() -> list[tuple[str, str, str]]:
     return _core.builders()
 
 
+def check_builder(name: str, origin: str = "domains") -> str:
+    """``name`` if it is a domain builder; otherwise an InputError naming ``origin``."""
+    names = [b[0] for b in builders()]
+    if name not in names:
+        raise InputError(
+            f"{origin}: unknown domain builder '{name}'; choose one of {', '.join(names)}"
+        )
+    return name
+
+
 class Machine:
     """A NUMA machine (nodes, CPUs, speeds, SLIT distances); build one with a classmethod."""
 
@@ -149,7 +159,7 @@ class Machine:
 
     def domains(self, builder: str = "linux") -> dict[str, Any]:
         """Every CPU's scheduling-domain hierarchy, in the SPEC §2 JSON shape."""
-        return json.loads(self._core.domains_json(builder))
+        return json.loads(self._core.domains_json(check_builder(builder)))
 
     def domain_details(self, builder: str = "linux") -> list[list[dict[str, Any]]]:
         """Per CPU, per level: flags, cache_nice_tries and cache-hot time."""

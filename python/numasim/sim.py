@@ -11,7 +11,7 @@ import pandas as pd
 
 from numasim import _core
 from numasim._core import InputError
-from numasim.machine import Machine
+from numasim.machine import Machine, check_builder
 
 WORKLOAD_SUFFIXES = {".csv", ".json"}
 
@@ -25,7 +25,14 @@ class Workload:
     @classmethod
     def generate(cls, machine: Machine, spec: str, seed: int = 0) -> Workload:
         """From a spec such as ``n=300,kind=cpu,exec=200,arrival=random`` (docs/workloads.md)."""
-        return cls(_core.Workload.generate(machine._core, spec, seed))
+        return cls._generate(machine, spec, seed, "spec")
+
+    @classmethod
+    def _generate(cls, machine: Machine, spec: str, seed: int, origin: str) -> Workload:
+        """``generate``, with errors named after ``origin`` (the CLI says ``--workload``)."""
+        _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
+        _check_type("spec", spec, str, "'n=100,kind=cpu'")
+        return cls(_core.Workload.generate(machine._core, spec, check_seed(seed), origin))
 
     @classmethod
     def load(cls, path: str | Path) -> Workload:
@@ -49,7 +56,7 @@ class Workload:
             w = cls.load(path)
             w._core.validate(machine._core, str(path))
             return w
-        return cls.generate(machine, spec_or_path, seed)
+        return cls._generate(machine, spec_or_path, seed, "--workload")
 
     def save(self, path: str | Path) -> None:
         """Writes ``.csv`` or ``.json`` by the file's suffix."""
@@ -110,9 +117,14 @@ def simulate(
 
     ``domains`` defaults to the policy's own builder (``numasim list policies``).
     """
+    _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
+    _check_type("workload", workload, (Workload, str), "a Workload or a spec 'n=100,kind=cpu'")
+    _check_type("policy", policy, str, "'linux26'")
     if isinstance(workload, str):
         workload = Workload.generate(machine, workload, seed)
-    builder = domains or default_domains(policy)
+    else:
+        check_seed(seed)
+    builder = check_builder(domains) if domains else default_domains(policy, "policy")
     raw_json = _core.simulate(machine._core, workload._core, policy, builder, trace)
     raw = json.loads(raw_json)
     kinds = _core.migration_kinds()
@@ -129,6 +141,28 @@ def simulate(
         raw=raw,
         raw_json=raw_json,
     )
+
+
+#: Seeds are unsigned 64-bit integers, as the core's generators take them.
+SEED_MAX = 2**64 - 1
+
+
+def check_seed(seed: object, origin: str = "seed") -> int:
+    """``seed`` if it is a whole number in [0, 2^64); otherwise a TypeError or InputError."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"{origin} must be an int, not {type(seed).__name__}")
+    if not 0 <= seed <= SEED_MAX:
+        raise InputError(f"{origin}: {seed} is outside 0 … 2^64 − 1")
+    return seed
+
+
+def _check_type(name: str, value: object, kind: type | tuple[type, ...], example: str) -> None:
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(
+            f"{name} must be a {wanted} (e.g. {example}), not {type(value).__name__} {value!r}"
+        )
 
 
 def policies() -> list[tuple[str, str, str, str]]:

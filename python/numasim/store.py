@@ -86,6 +86,8 @@ class Store:
     def open(cls, directory: Path, fresh: bool = False) -> Iterator[Store]:
         """Locks ``directory`` for this process, moves an old store aside when ``fresh``, and
         opens (or creates) the store. Every failure is one InputError line naming the place."""
+        if directory.exists() and not directory.is_dir():
+            raise InputError(f"{directory}: is a file, not a results directory")
         with _writable(directory):
             directory.mkdir(parents=True, exist_ok=True)
         with lock(directory):

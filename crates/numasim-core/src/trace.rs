@@ -91,6 +91,16 @@ impl RunEvents {
     pub fn from_json(origin: &str, text: &str, m: &Machine) -> Result<Self> {
         let run: Self =
             serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))?;
+        // Every process with work runs at least once, so a traced run has slices: an empty
+        // trace means the run was made without recording one, and drawing it would give an
+        // empty timeline that looks like an idle machine.
+        if run.trace.is_empty() && !run.processes.is_empty() {
+            return Err(InputError::new(
+                origin,
+                "the run was made without recording its trace (simulate(..., trace=True), \
+                 or numasim run with --trace/--out): there is nothing to draw",
+            ));
+        }
         run.check(m).map_err(|(field, i, msg)| {
             InputError::new(origin, msg).at(format!("field {field}, entry {i}"))
         })?;
