@@ -228,3 +228,39 @@ def _session(sid: int) -> list[str]:
 
 def _grouped(n: int) -> str:
     return f"{n:,}".replace(",", " ")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = tiny(tmp_path, reps=200)
+    out = tmp_path / "dask"
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out),
+             "--cluster", cluster.scheduler_address],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while stored_runs(out) == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the sweep must still be running when it is interrupted"
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130
+        assert time.monotonic() - sent < 2.0
+        saved = stored_runs(out)
+        assert err.splitlines()[-1].startswith(f"interrupted: {_grouped(saved)} of 1 200 runs")
+        # The cancelled batches leave the cluster: the scheduler forgets every task.
+        deadline = time.monotonic() + 10
+        while cluster.scheduler.tasks and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not cluster.scheduler.tasks
+    rows, resumed = _json(run, "reproduce", path, "--out", out, "--jobs", "2")
+    assert resumed.startswith(f"computed {_grouped(1200 - saved)}, reused {_grouped(saved)} ")
+    assert rows == _json(run, "reproduce", path, "--out", tmp_path / "full", "--jobs", "2")[0]
