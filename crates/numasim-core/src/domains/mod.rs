@@ -313,6 +313,24 @@ pub struct Domains {
 }
 
 impl Domains {
+    /// Whether `level` (one of these domains' levels) is load-balanced periodically.
+    ///
+    /// The 2005-era builders say so with 2.6's `SD_LOAD_BALANCE`, which they set on every level.
+    /// Linux 6.x balances every sched domain: the flag was removed in v5.10 ("sched/topology:
+    /// Remove SD_LOAD_BALANCE", every domain had it set by `sd_init` since it was not a
+    /// tunable any more), so `linux` levels carry no such bit and are always balanced. The
+    /// 6.x flags the `linux` builder sets keep their 2.6 meaning for a 2.6-era balancer
+    /// (`SD_BALANCE_NEWIDLE`, `SD_BALANCE_FORK`, `SD_BALANCE_EXEC`, `SD_WAKE_AFFINE`); see
+    /// docs/domains.md.
+    pub fn load_balances(&self, level: &Level) -> bool {
+        match self.builder {
+            Builder::Linux => true,
+            Builder::Flat | Builder::NodeOnly | Builder::TwoLevel | Builder::Multilevel => {
+                level.params.flags & sd::LOAD_BALANCE != 0
+            }
+        }
+    }
+
     /// The SPEC §2 JSON shape: `{"builder": NAME, "cpus": {"0": [{"level": 0, "name": ...,
     /// "span": [...], "groups": [{"span": [...], "balance_mask": [...]}], "imbalance_pct": ..,
     /// "min_interval_ms": .., "max_interval_ms": .., "busy_factor": ..}, ...], ...}}`.
