@@ -114,7 +114,8 @@ CORPUS = [
         TOML,
         "cpus_per_nod = 2\ndistances = [[10]]\n",
         [],
-        ": line 1, column 1: unknown field `cpus_per_nod`, expected one of `name`, `description`, "
+        ": line 1, column 1, key cpus_per_nod: unknown field `cpus_per_nod`, expected one of "
+        "`name`, `description`, "
         "`source`, `cpus_per_node`, `cpus`, `distances`, `distance_file`, `generator`, `speed`",
     ),
     (
@@ -171,7 +172,8 @@ CORPUS = [
         TOML,
         'cpus_per_node = 1\n[generator]\nkind = "hypercube"\nnodes = 4\n',
         [],
-        ": line 3, column 8: unknown variant `hypercube`, expected one of `two-level`, "
+        ": line 3, column 8, key generator.kind: unknown variant `hypercube`, expected one of "
+        "`two-level`, "
         "`hierarchy`, `ring`, `mesh`, `torus`",
     ),
     (
