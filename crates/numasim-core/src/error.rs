@@ -69,7 +69,10 @@ const PLAIN_TYPES: [(&str, &str); 10] = [
 /// serde's message with Rust type names replaced by plain words ("expected usize" → "expected
 /// a whole number ≥ 0"), and `expected` wording for a specific key when one is known.
 pub(crate) fn plain_serde_message(message: &str, expected: Option<&str>) -> String {
-    let mut msg = message.to_string();
+    // serde says "sequence"/"map" for what it found.
+    let mut msg = message
+        .replace("invalid type: sequence", "invalid type: a list")
+        .replace("invalid type: map", "invalid type: a table");
     if let Some(want) = expected {
         if let Some(i) = msg.find(", expected ") {
             msg.truncate(i);
@@ -89,9 +92,7 @@ pub(crate) fn plain_serde_message(message: &str, expected: Option<&str>) -> Stri
             msg = msg.replace(&from, &to);
         }
     }
-    // serde says "sequence"/"map" for what was found.
-    msg.replace("invalid type: sequence", "invalid type: a list")
-        .replace("invalid type: map", "invalid type: a table")
+    msg
 }
 
 /// A `serde_json` error with its key path, as one [`InputError`] line:

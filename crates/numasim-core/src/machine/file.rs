@@ -191,6 +191,11 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
     };
 
     let nodes = table.nodes();
+    let field_name = if file.cpus.is_some() {
+        "field cpus"
+    } else {
+        "field cpus_per_node"
+    };
     let counts = match (file.cpus_per_node, file.cpus) {
         (Some(p), None) => vec![p; nodes],
         (None, Some(list)) => list,
@@ -207,6 +212,7 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
             ))
         }
     };
+    super::check_cpu_counts(origin, field_name, &counts)?;
     let node_cpus = contiguous_cpus(&counts);
     let speeds = match &file.speed {
         None => None,
@@ -306,6 +312,8 @@ pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<
         ));
     }
     let table = distance::parse_text(origin, text)?;
+    let counts = vec![cpus_per_node; table.nodes()];
+    super::check_cpu_counts(origin, "--cpus-per-node", &counts)?;
     let name = Path::new(origin)
         .file_stem()
         .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned());
@@ -315,7 +323,7 @@ pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<
             name,
             description: format!("distance table from {origin}, {cpus_per_node} CPUs per node"),
             source: origin.to_string(),
-            node_cpus: contiguous_cpus(&vec![cpus_per_node; table.nodes()]),
+            node_cpus: contiguous_cpus(&counts),
             speeds: None,
             distances: table,
         },
