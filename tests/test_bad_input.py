@@ -114,7 +114,8 @@ CORPUS = [
         TOML,
         "cpus_per_nod = 2\ndistances = [[10]]\n",
         [],
-        ": line 1, column 1: unknown field `cpus_per_nod`, expected one of `name`, `description`, "
+        ": line 1, column 1, key cpus_per_nod: unknown field `cpus_per_nod`, expected one of "
+        "`name`, `description`, "
         "`source`, `cpus_per_node`, `cpus`, `distances`, `distance_file`, `generator`, `speed`",
     ),
     (
@@ -171,7 +172,8 @@ CORPUS = [
         TOML,
         'cpus_per_node = 1\n[generator]\nkind = "hypercube"\nnodes = 4\n',
         [],
-        ": line 3, column 8: unknown variant `hypercube`, expected one of `two-level`, "
+        ": line 3, column 8, key generator.kind: unknown variant `hypercube`, expected one of "
+        "`two-level`, "
         "`hierarchy`, `ring`, `mesh`, `torus`",
     ),
     (
@@ -202,6 +204,59 @@ CORPUS = [
         "- 1\n- 2\n",
         [],
         ": a machine file must be a mapping of keys to values",
+    ),
+    (
+        "yaml-cpus-per-node-a-list",
+        YAML,
+        "cpus_per_node: [a, b]\ndistances: [[10]]\n",
+        [],
+        ": key cpus_per_node: invalid type: a list, expected a whole number ≥ 1",
+    ),
+    (
+        "toml-cpus-per-node-a-string",
+        TOML,
+        'cpus_per_node = "two"\ndistances = [[10]]\n',
+        [],
+        ': line 1, column 17, key cpus_per_node: invalid type: string "two", '
+        "expected a whole number ≥ 1",
+    ),
+    (
+        "toml-cpus-per-node-negative",
+        TOML,
+        "cpus_per_node = -1\ndistances = [[10]]\n",
+        [],
+        ": line 1, column 17, key cpus_per_node: invalid value: integer `-1`, "
+        "expected a whole number ≥ 1",
+    ),
+    (
+        "toml-cpus-per-node-huge",
+        TOML,
+        "cpus_per_node = 100000000000\ndistances = [[10]]\n",
+        [],
+        ": field cpus_per_node: the machine would have more than 16384 CPUs, the most numasim "
+        "builds",
+    ),
+    (
+        "toml-generator-too-many-nodes",
+        TOML,
+        'cpus_per_node = 1\n[generator]\nkind = "two-level"\nnodes = 100000\nremote = 20\n',
+        [],
+        ": field generator: 100000 nodes is more than 4096, the most numasim builds",
+    ),
+    (
+        "toml-mesh-overflowing",
+        TOML,
+        'cpus_per_node = 1\n[generator]\nkind = "mesh"\nrows = 4294967296\n'
+        "cols = 4294967296\nstep = 1\n",
+        [],
+        ": field generator: 18446744073709551615 nodes is more than 4096, the most numasim builds",
+    ),
+    (
+        "matrix-cpus-per-node-huge",
+        SLIT,
+        "10 20\n20 10\n",
+        ["--cpus-per-node", "100000000000"],
+        ": --cpus-per-node: the machine would have more than 16384 CPUs, the most numasim builds",
     ),
     (
         "matrix-without-cpus-per-node",
@@ -338,3 +393,90 @@ def test_unwritable_outputs_exit_2_with_one_line(run, tmp_path):
         r = run(*base, option, target)
         assert (r.code, r.err) == (2, f"numasim: error: {blocker / target.name}: cannot write: "
                                       "Not a directory\n"), option  # fmt: skip
+
+
+_H = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed\n"
+_R = "0,0,0,1000000,cpu,0.5,0,10000000,20000000,7\n"
+_ROW = (
+    '{"pid":0,"tgid":0,"arrival_ns":0,"demand_ns":1,"kind":"cpu","mem":0.5,"spawn_cpu":0,'
+    '"burst_mean_ns":1,"wait_mean_ns":1,"seed":1'
+)
+
+# Issue 12: `numasim run` inputs — (name, workload file name or None for a spec, file content or
+# the spec, policy, expected message after "numasim: error: ").
+RUN_CORPUS = [
+    ("csv-abc", "a.csv", _H + _R + "1,1,0,abc,cpu,0.5,0,1,1,1\n", "linux26",
+     "{path}: line 3, column demand_ns: 'abc' is not a whole number of nanoseconds"),
+    ("csv-nan", "a.csv", _H + _R + "1,1,nan,100,cpu,0.5,0,1,1,1\n", "linux26",
+     "{path}: line 3, column arrival_ns: 'nan' is not a whole number of nanoseconds"),
+    ("csv-negative", "a.csv", _H + _R + "1,1,0,-100,cpu,0.5,0,1,1,1\n", "linux26",
+     "{path}: line 3, column demand_ns: '-100' is not a whole number of nanoseconds"),
+    ("csv-short-row", "a.csv", _H + _R + "1,1,0,100,cpu,0.5,0\n", "linux26",
+     "{path}: line 3: has 7 values but the header has 10 columns"),
+    ("csv-kind", "a.csv", _H + _R + "1,1,0,100,gpu,0.5,0,1,1,1\n", "linux26",
+     "{path}: line 3, column kind: 'gpu' is not one of cpu, io"),
+    ("csv-overflow", "a.csv", _H + _R + "1,1,0,99999999999999999999,cpu,0.5,0,1,1,1\n",
+     "linux26",
+     "{path}: line 3, column demand_ns: '99999999999999999999' is not a whole number of "
+     "nanoseconds"),
+    ("json-unknown-field", "a.json", '{"processes":[' + _ROW + ',"colour":"red"}]}', "linux26",
+     "{path}: line 1, column 150, key processes[0].colour: unknown field `colour`, expected one "
+     "of `pid`, `tgid`, `arrival_ns`, `demand_ns`, `kind`, `mem`, `spawn_cpu`, `burst_mean_ns`, "
+     "`wait_mean_ns`, `seed`"),
+    ("json-missing-field", "a.json", '{"processes":[{"pid":0}]}', "linux26",
+     "{path}: line 1, column 23, key processes[0]: missing field `tgid`"),
+    ("json-truncated", "a.json", '{"processes":[', "linux26",
+     "{path}: line 1, column 14, key processes: EOF while parsing a list"),
+    ("json-not-utf8", "a.json", b"\x80\xff{}", "linux26",
+     "{path}: not a text file: byte 0 is not valid UTF-8 (a workload file is CSV or JSON text)"),
+    ("spec-duplicate-key", None, "n=10,n=20", "linux26", "--workload: key n: 'n' is given twice"),
+    ("spec-periodic-0", None, "n=10,arrival=periodic:0", "linux26",
+     "--workload: key arrival: 0 ms must be positive"),
+    ("spec-mem-clash", None, "n=10,mem=0.5,mem_cpu=0.2", "linux26",
+     "--workload: key mem_cpu: 'mem_cpu' and 'mem' both set a memory intensity; give mem, or "
+     "mem_cpu and mem_io"),
+    ("spec-n-overflow", None, "n=99999999999999999999999", "linux26",
+     "--workload: key n: '99999999999999999999999' is not a process count"),
+    ("spec-exec-inf", None, "n=5,exec=inf", "linux26",
+     "--workload: key exec: inf ms must be a non-negative time"),
+    ("policy-option-twice", None, "n=5", "origin-aware:v1=on,v1=off",
+     "--policy: policy option 'v1' is given twice"),
+    ("policy-min-load-nan", None, "n=5", "origin-aware:min-load=nan",
+     "--policy: origin-aware option 'min-load' must be a number ≥ 0, not 'nan'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "filename", "content", "policy", "expected"),
+    RUN_CORPUS,
+    ids=[c[0] for c in RUN_CORPUS],
+)
+def test_bad_run_input_is_one_line_and_exit_2(run, tmp_path, name, filename, content, policy,
+                                              expected):  # fmt: skip
+    workload = content
+    if filename is not None:
+        path = tmp_path / filename
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+        workload = str(path)
+    r = run("run", "--machine", "mehta-m3", "--workload", workload, "--policy", policy)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"numasim: error: {expected.format(path=workload)}\n"
+
+
+def test_a_workload_too_large_for_memory_is_refused_before_allocating(run):
+    r = run("run", "--machine", "mehta-m3", "--workload", "n=100000000")
+    assert (r.code, r.out) == (2, "")
+    assert r.err.startswith(
+        "numasim: error: --workload: key n: 100000000 processes need about 500.2 GB of memory"
+    )
+    assert r.err.count("\n") == 1
+
+
+def test_a_binary_saved_run_names_the_file(run, tmp_path):
+    (tmp_path / "run.json").write_bytes(b"\x80\x81binary")
+    (tmp_path / "events.json").write_text("[]")
+    r = run("trace", tmp_path)
+    assert (r.code, r.err) == (
+        2,
+        f"numasim: error: {tmp_path / 'run.json'}: not a text file: byte 0 is not valid UTF-8\n",
+    )

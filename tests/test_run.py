@@ -139,7 +139,7 @@ def test_unknown_preset(run):
         (
             "not-a-number.csv",
             HEADER + "\n0,0,zero,1000,cpu,0.5,0,1,1,0\n",
-            ": line 2: invalid digit found in string",
+            ": line 2, column arrival_ns: 'zero' is not a whole number of nanoseconds",
         ),
         (
             "zero-demand.csv",
@@ -149,12 +149,12 @@ def test_unknown_preset(run):
         (
             "negative-arrival.csv",
             HEADER + "\n0,0,-5,1000,cpu,0.5,0,1,1,0\n",
-            ": line 2: invalid digit found in string",
+            ": line 2, column arrival_ns: '-5' is not a whole number of nanoseconds",
         ),
         (
             "bad-kind.csv",
             HEADER + "\n0,0,0,1000,gpu,0.5,0,1,1,0\n",
-            ": line 2: unknown variant `gpu`, expected `cpu` or `io`",
+            ": line 2, column kind: 'gpu' is not one of cpu, io",
         ),
         (
             "spawn-out-of-range.csv",
@@ -171,7 +171,7 @@ def test_unknown_preset(run):
             HEADER + "\n1,1,0,1000,cpu,0.5,0,1,1,0\n",
             ": process 0 (pid 1): pid 1 out of order: pids must be 0, 1, 2, … in order",
         ),
-        ("bad.json", '{"processes": [}', ": expected value at line 1 column 16"),
+        ("bad.json", '{"processes": [}', ": line 1, column 16, key processes[0]: expected value"),
         ("workload.txt", "whatever", ": a workload file must end in .csv or .json"),
     ],
 )

@@ -85,6 +85,10 @@ class RunRecord:
                 texts[name] = (out / name).read_text()
             except OSError as e:
                 raise InputError(f"{out / name}: cannot read the saved run: {e.strerror}") from None
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{out / name}: not a text file: byte {e.start} is not valid UTF-8"
+                ) from None
         origin = str(out / RUN_FILE)
         try:
             run = json.loads(texts[RUN_FILE])

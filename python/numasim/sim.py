@@ -42,6 +42,11 @@ class Workload:
             text = path.read_text()
         except OSError as e:
             raise InputError(f"{path}: cannot read the workload file: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{path}: not a text file: byte {e.start} is not valid UTF-8 "
+                "(a workload file is CSV or JSON text)"
+            ) from None
         if path.suffix.lower() == ".csv":
             return cls(_core.Workload.from_csv(text, str(path)))
         if path.suffix.lower() == ".json":

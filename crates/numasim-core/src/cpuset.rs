@@ -79,6 +79,13 @@ impl CpuSet {
     }
 }
 
+/// Serialised as the sorted array of its ids (the SPEC §2 CPU lists).
+impl serde::Serialize for CpuSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@
 //! run (`trace`).
 
 pub mod bench;
+pub mod budget;
 pub mod cpuset;
 pub mod domains;
 pub mod engine;

@@ -42,6 +42,7 @@ pub enum Kind {
 
 /// One process (or thread) of a workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Process {
     pub pid: u32,
     /// Thread group; a single-threaded process is its own group.
@@ -64,6 +65,7 @@ pub struct Process {
 
 /// A workload: processes in pid order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Workload {
     pub processes: Vec<Process>,
 }
@@ -188,6 +190,8 @@ impl WorkloadSpec {
         let mut kind_mixed = false;
         let mut io_share = None;
         let mut have_n = false;
+        // Keys seen so far: a key given twice (`n=10,n=20`) is refused, not last-one-wins.
+        let mut seen: Vec<&str> = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some((key, v)) = item.split_once('=') else {
                 return Err(InputError::new(
@@ -197,6 +201,22 @@ impl WorkloadSpec {
             };
             let (key, v) = (key.trim(), v.trim());
             let bad = |msg: String| InputError::new(origin, msg).at(format!("key {key}"));
+            if seen.contains(&key) {
+                return Err(bad(format!("'{key}' is given twice")));
+            }
+            // `mem` sets both intensities: with `mem_cpu` or `mem_io` as well, the result would
+            // depend on the order of the keys.
+            let clash = match key {
+                "mem" => seen.iter().find(|k| matches!(**k, "mem_cpu" | "mem_io")),
+                "mem_cpu" | "mem_io" => seen.iter().find(|k| **k == "mem"),
+                _ => None,
+            };
+            if let Some(other) = clash {
+                return Err(bad(format!(
+                    "'{key}' and '{other}' both set a memory intensity; give mem, or mem_cpu and mem_io"
+                )));
+            }
+            seen.push(key);
             match key {
                 "n" => {
                     spec.n = v.parse().map_err(|_| bad(format!("'{v}' is not a process count")))?;
@@ -232,8 +252,10 @@ impl WorkloadSpec {
                         "same" => Arrival::Same,
                         "almost" => Arrival::Uniform { window_ns: ALMOST_WINDOW_NS },
                         "random" => Arrival::Uniform { window_ns: RANDOM_WINDOW_NS },
+                        // A zero window is a well-defined distribution (all at 0); a zero
+                        // period is no period at all, refused as `poisson:0` is.
                         "uniform" => Arrival::Uniform { window_ns: ms_to_ns(origin, key, need("WINDOW_MS")?)? },
-                        "periodic" => Arrival::Periodic { interval_ns: ms_to_ns(origin, key, need("INTERVAL_MS")?)? },
+                        "periodic" => Arrival::Periodic { interval_ns: positive_ms(origin, key, need("INTERVAL_MS")?)? },
                         "poisson" => {
                             let rate = number(origin, key, need("RATE_PER_S")?)?;
                             if rate <= 0.0 {
@@ -316,6 +338,14 @@ impl WorkloadSpec {
         if let Spawn::Node(k) | Spawn::Share { node: k, .. } = self.spawn {
             node_list(k)?;
         }
+        // Refuse an n whose run cannot fit in memory before allocating anything for it.
+        crate::budget::check_run(
+            origin,
+            "key n",
+            self.n,
+            cpus,
+            crate::budget::available_bytes(),
+        )?;
         let mut rng = Pcg64::seed_from_u64(seed);
         let mut processes = Vec::with_capacity(self.n);
         let mut app_arrival = 0u64;
@@ -396,6 +426,13 @@ impl Workload {
         if self.processes.is_empty() {
             return Err(InputError::new(origin, "the workload is empty"));
         }
+        crate::budget::check_run(
+            origin,
+            "",
+            self.processes.len(),
+            cpus,
+            crate::budget::available_bytes(),
+        )?;
         for (i, p) in self.processes.iter().enumerate() {
             let at = || format!("process {i} (pid {})", p.pid);
             if p.pid as usize != i {
@@ -473,7 +510,8 @@ impl Workload {
         out
     }
 
-    /// Reads CSV written by [`Workload::to_csv`] (or by hand, same columns).
+    /// Reads CSV written by [`Workload::to_csv`] (or by hand, same columns). Errors name the
+    /// line, the column and what the cell should hold.
     pub fn from_csv(origin: &str, text: &str) -> Result<Self> {
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
@@ -491,13 +529,27 @@ impl Workload {
             .at("line 1"));
         }
         let mut processes = Vec::new();
-        for (i, record) in reader.deserialize::<Process>().enumerate() {
-            let p = record.map_err(|e| {
-                let msg = e.to_string();
-                let msg = msg.split(": ").last().unwrap_or(&msg).to_string();
-                InputError::new(origin, msg).at(format!("line {}", i + 2))
-            })?;
-            processes.push(p);
+        let mut record = csv::StringRecord::new();
+        loop {
+            let line = reader.position().line() + 1;
+            match reader.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => {
+                    let (line, msg) = match e.kind() {
+                        csv::ErrorKind::UnequalLengths { pos, len, .. } => (
+                            pos.as_ref().map_or(line, csv::Position::line),
+                            format!("has {len} values but the header has {} columns", want.len()),
+                        ),
+                        _ => (line, e.to_string()),
+                    };
+                    return Err(InputError::new(origin, msg).at(format!("line {line}")));
+                }
+            }
+            let line = record.position().map_or(line, csv::Position::line);
+            processes.push(csv_process(&record).map_err(|(column, msg)| {
+                InputError::new(origin, msg).at(format!("line {line}, column {column}"))
+            })?);
         }
         Ok(Self { processes })
     }
@@ -507,10 +559,66 @@ impl Workload {
         serde_json::to_string(self).expect("serialisable")
     }
 
-    /// Reads JSON written by [`Workload::to_json`].
+    /// Reads JSON written by [`Workload::to_json`]. Unknown fields are refused (as an extra CSV
+    /// column is); errors name the line, column and key path (`processes[3].demand_ns`).
     pub fn from_json(origin: &str, text: &str) -> Result<Self> {
-        serde_json::from_str(text).map_err(|e| InputError::new(origin, e.to_string()))
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let w: Self = serde_path_to_error::deserialize(de)
+            .map_err(|e| crate::error::serde_json_error(origin, &e))?;
+        Ok(w)
     }
+}
+
+/// One CSV row: the column that is wrong and why, or the process.
+fn csv_process(r: &csv::StringRecord) -> Result<Process, (&'static str, String)> {
+    fn cell(r: &csv::StringRecord, i: usize) -> &str {
+        r.get(i).unwrap_or("")
+    }
+    fn whole<T: std::str::FromStr>(
+        r: &csv::StringRecord,
+        i: usize,
+        column: &'static str,
+        what: &str,
+    ) -> Result<T, (&'static str, String)> {
+        let v = cell(r, i);
+        v.parse()
+            .map_err(|_| (column, format!("'{v}' is not {what}")))
+    }
+    const NS: &str = "a whole number of nanoseconds";
+    const ID: &str = "a whole number from 0 to 4294967295";
+    let kind = match cell(r, 4) {
+        "cpu" => Kind::Cpu,
+        "io" => Kind::Io,
+        v => return Err(("kind", format!("'{v}' is not one of cpu, io"))),
+    };
+    let mem_cell = cell(r, 5);
+    let mem = mem_cell
+        .parse::<f64>()
+        .ok()
+        .filter(|m| m.is_finite())
+        .ok_or_else(|| {
+            (
+                "mem",
+                format!("'{mem_cell}' is not a number between 0 and 1"),
+            )
+        })?;
+    Ok(Process {
+        pid: whole(r, 0, "pid", ID)?,
+        tgid: whole(r, 1, "tgid", ID)?,
+        arrival_ns: whole(r, 2, "arrival_ns", NS)?,
+        demand_ns: whole(r, 3, "demand_ns", NS)?,
+        kind,
+        mem,
+        spawn_cpu: whole(r, 6, "spawn_cpu", ID)?,
+        burst_mean_ns: whole(r, 7, "burst_mean_ns", NS)?,
+        wait_mean_ns: whole(r, 8, "wait_mean_ns", NS)?,
+        seed: whole(
+            r,
+            9,
+            "seed",
+            "a whole number from 0 to 18446744073709551615",
+        )?,
+    })
 }
 
 #[cfg(test)]
@@ -566,5 +674,121 @@ mod tests {
             "--workload: key n: n=0: a workload needs at least one process"
         );
         assert!(WorkloadSpec::parse("w", "n=3,colour=red").is_err());
+    }
+
+    const ROW: &str = "0,0,0,1000,cpu,0.5,0,10000000,20000000,7";
+
+    fn csv_with(row: &str) -> String {
+        format!("{CSV_HEADER}\n{ROW}\n{row}\n")
+    }
+
+    #[test]
+    fn csv_cells_name_line_and_column() {
+        let err = |row: &str| {
+            Workload::from_csv("w.csv", &csv_with(row))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("1,1,0,abc,cpu,0.5,0,10000000,20000000,7"),
+            "w.csv: line 3, column demand_ns: 'abc' is not a whole number of nanoseconds"
+        );
+        assert_eq!(
+            err("1,1,nan,100,cpu,0.5,0,10000000,20000000,7"),
+            "w.csv: line 3, column arrival_ns: 'nan' is not a whole number of nanoseconds"
+        );
+        assert_eq!(
+            err("1,1,0,-100,cpu,0.5,0,10000000,20000000,7"),
+            "w.csv: line 3, column demand_ns: '-100' is not a whole number of nanoseconds"
+        );
+        assert_eq!(
+            err("1,1,0,100,gpu,0.5,0,10000000,20000000,7"),
+            "w.csv: line 3, column kind: 'gpu' is not one of cpu, io"
+        );
+        assert_eq!(
+            err("1,1,0,100,cpu,inf,0,10000000,20000000,7"),
+            "w.csv: line 3, column mem: 'inf' is not a number between 0 and 1"
+        );
+        assert_eq!(
+            err("1,1,0,100,cpu,0.5,0,10000000"),
+            "w.csv: line 3: has 8 values but the header has 10 columns"
+        );
+    }
+
+    #[test]
+    fn json_refuses_unknown_fields_and_names_the_key() {
+        let row = r#"{"pid":0,"tgid":0,"arrival_ns":0,"demand_ns":1,"kind":"cpu","mem":0.5,"spawn_cpu":0,"burst_mean_ns":1,"wait_mean_ns":1,"seed":1"#;
+        let e = Workload::from_json(
+            "w.json",
+            &format!(r#"{{"processes":[{row},"colour":"red"}}]}}"#),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "w.json: line 1, column 150, key processes[0].colour: unknown field `colour`, \
+             expected one of `pid`, `tgid`, `arrival_ns`, `demand_ns`, `kind`, `mem`, \
+             `spawn_cpu`, `burst_mean_ns`, `wait_mean_ns`, `seed`"
+        );
+        let bad = row.replace(r#""demand_ns":1"#, r#""demand_ns":"abc""#);
+        let e =
+            Workload::from_json("w.json", &format!(r#"{{"processes":[{bad}}}]}}"#)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "w.json: line 1, column 64, key processes[0].demand_ns: invalid type: string \"abc\", \
+             expected a whole number ≥ 0"
+        );
+        let e = Workload::from_json("w.json", r#"{"processes":[],"extra":1}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("key extra: unknown field `extra`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duplicate_and_conflicting_keys_are_refused() {
+        let err = |spec: &str| {
+            WorkloadSpec::parse("--workload", spec)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(err("n=10,n=20"), "--workload: key n: 'n' is given twice");
+        assert_eq!(
+            err("n=10,arrival=same,arrival=random"),
+            "--workload: key arrival: 'arrival' is given twice"
+        );
+        assert_eq!(
+            err("n=10,mem=0.5,mem_io=0.2"),
+            "--workload: key mem_io: 'mem_io' and 'mem' both set a memory intensity; give mem, \
+             or mem_cpu and mem_io"
+        );
+        assert_eq!(
+            err("n=10,arrival=periodic:0"),
+            "--workload: key arrival: 0 ms must be positive"
+        );
+        // A zero-width window is a distribution (everything at its start), not a typo.
+        assert!(WorkloadSpec::parse("w", "n=2,arrival=uniform:0,threads=2,fork=over:0").is_ok());
+        // mem_cpu and mem_io together are fine.
+        let spec = WorkloadSpec::parse("w", "n=2,mem_cpu=0.4,mem_io=0.1").unwrap();
+        assert_eq!((spec.mem_cpu, spec.mem_io), (0.4, 0.1));
+    }
+
+    #[test]
+    fn an_n_that_cannot_fit_in_memory_is_refused_before_allocating() {
+        // 10¹² processes need petabytes: refused on any machine, with nothing allocated (the
+        // Vec for them alone would abort the process). The message's figures are tested in
+        // budget.rs with a fake amount of available memory.
+        if crate::budget::available_bytes().is_none() {
+            return; // no /proc/meminfo: no check to test here
+        }
+        let spec = WorkloadSpec::parse("--workload", "n=1000000000000").unwrap();
+        let e = spec.generate("--workload", 0, &nodes()).unwrap_err();
+        assert_eq!(e.location, "key n");
+        let gb = crate::budget::estimate_run_bytes(1_000_000_000_000, 4) as f64 / 1e9;
+        assert!(
+            e.message.starts_with(&format!(
+                "1000000000000 processes need about {gb:.1} GB of memory to run"
+            )),
+            "{e}"
+        );
     }
 }

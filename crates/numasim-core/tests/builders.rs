@@ -218,3 +218,15 @@ fn era26_newly_idle_balancing_only_inside_a_node() {
         }
     }
 }
+
+#[test]
+fn json_text_is_the_json_value_written_out() {
+    // `to_json_string` writes the hierarchy directly; it must be exactly the `to_json` tree.
+    for preset in ["mehta-m1", "amc3", "hp-superdome-16"] {
+        let m = testutils::preset(preset);
+        for b in Builder::ALL {
+            let d = b.build(&m, &BuildOptions::default());
+            assert_eq!(d.to_json_string(), d.to_json().to_string(), "{preset} {b}");
+        }
+    }
+}

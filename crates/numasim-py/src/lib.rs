@@ -148,11 +148,7 @@ impl Machine {
     fn domains_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
         let b: Builder = builder.parse().map_err(input_err)?;
         let inner = &self.inner;
-        Ok(py.detach(|| {
-            b.build(inner, &BuildOptions::default())
-                .to_json()
-                .to_string()
-        }))
+        Ok(py.detach(|| b.build(inner, &BuildOptions::default()).to_json_string()))
     }
 
     /// Per CPU, per level, the level's flags and 2.6/modern extra parameters (for display).

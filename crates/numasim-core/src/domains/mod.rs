@@ -313,6 +313,24 @@ pub struct Domains {
 }
 
 impl Domains {
+    /// Whether `level` (one of these domains' levels) is load-balanced periodically.
+    ///
+    /// The 2005-era builders say so with 2.6's `SD_LOAD_BALANCE`, which they set on every level.
+    /// Linux 6.x balances every sched domain: the flag was removed in v5.10 ("sched/topology:
+    /// Remove SD_LOAD_BALANCE", every domain had it set by `sd_init` since it was not a
+    /// tunable any more), so `linux` levels carry no such bit and are always balanced. The
+    /// 6.x flags the `linux` builder sets keep their 2.6 meaning for a 2.6-era balancer
+    /// (`SD_BALANCE_NEWIDLE`, `SD_BALANCE_FORK`, `SD_BALANCE_EXEC`, `SD_WAKE_AFFINE`); see
+    /// docs/domains.md.
+    pub fn load_balances(&self, level: &Level) -> bool {
+        match self.builder {
+            Builder::Linux => true,
+            Builder::Flat | Builder::NodeOnly | Builder::TwoLevel | Builder::Multilevel => {
+                level.params.flags & sd::LOAD_BALANCE != 0
+            }
+        }
+    }
+
     /// The SPEC §2 JSON shape: `{"builder": NAME, "cpus": {"0": [{"level": 0, "name": ...,
     /// "span": [...], "groups": [{"span": [...], "balance_mask": [...]}], "imbalance_pct": ..,
     /// "min_interval_ms": .., "max_interval_ms": .., "busy_factor": ..}, ...], ...}}`.
@@ -345,6 +363,82 @@ impl Domains {
             })
             .collect();
         serde_json::json!({ "builder": self.builder.name(), "cpus": cpus })
+    }
+
+    /// [`Domains::to_json`] as text, written straight from the hierarchy: no `serde_json::Value`
+    /// tree (a number in it takes 32 bytes; on a 2 000-CPU machine the tree took gigabytes).
+    pub fn to_json_string(&self) -> String {
+        serde_json::to_string(&JsonDomains(self)).expect("serialisable")
+    }
+}
+
+/// The SPEC §2 JSON shape, serialised without an intermediate `Value`.
+struct JsonDomains<'a>(&'a Domains);
+
+#[derive(Serialize)]
+struct JsonLevel<'a> {
+    level: usize,
+    name: &'a str,
+    span: &'a CpuSet,
+    groups: Vec<JsonGroup<'a>>,
+    imbalance_pct: u32,
+    min_interval_ms: u64,
+    max_interval_ms: u64,
+    busy_factor: u32,
+}
+
+#[derive(Serialize)]
+struct JsonGroup<'a> {
+    span: &'a CpuSet,
+    balance_mask: &'a CpuSet,
+}
+
+struct JsonCpu<'a>(&'a [Level]);
+
+impl Serialize for JsonCpu<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().enumerate().map(|(i, l)| {
+            JsonLevel {
+                level: i,
+                name: &l.name,
+                span: &l.span,
+                groups: l
+                    .groups
+                    .iter()
+                    .map(|g| JsonGroup {
+                        span: &g.span,
+                        balance_mask: &g.balance_mask,
+                    })
+                    .collect(),
+                imbalance_pct: l.params.imbalance_pct,
+                min_interval_ms: l.params.min_interval_ms,
+                max_interval_ms: l.params.max_interval_ms,
+                busy_factor: l.params.busy_factor,
+            }
+        }))
+    }
+}
+
+struct JsonCpus<'a>(&'a [Vec<Level>]);
+
+impl Serialize for JsonCpus<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(cpu, levels)| (cpu.to_string(), JsonCpu(levels))),
+        )
+    }
+}
+
+impl Serialize for JsonDomains<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("builder", self.0.builder.name())?;
+        map.serialize_entry("cpus", &JsonCpus(&self.0.cpus))?;
+        map.end()
     }
 }
 

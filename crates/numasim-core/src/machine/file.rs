@@ -78,24 +78,71 @@ pub fn read(path: &Path) -> Result<Machine> {
 /// Parses machine-file text. `base_dir` resolves a relative `distance_file`; `default_name`
 /// is used when the file has no `name`.
 pub fn parse(origin: &str, text: &str, base_dir: Option<&Path>) -> Result<Machine> {
-    let file: MachineFile = toml::from_str(text).map_err(|e| {
-        let mut err = InputError::new(origin, e.message().to_string());
-        if let Some(span) = e.span() {
-            let (line, col) = line_col(text, span.start);
-            err = err.at(format!("line {line}, column {col}"));
-        }
-        err
+    let de = toml::Deserializer::parse(text).map_err(|e| toml_error(origin, text, &e, None))?;
+    let file: MachineFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        toml_error(origin, text, e.inner(), Some(&path))
     })?;
     build(origin, file, base_dir)
 }
 
+/// What a key of a machine file holds, in plain words, for type errors.
+fn expected(path: &str) -> Option<&'static str> {
+    let base = path.split('[').next().unwrap_or(path);
+    Some(match base {
+        "cpus_per_node" => "a whole number ≥ 1",
+        "cpus" => "a list of whole numbers ≥ 0 (the CPUs of each node)",
+        "distances" => "a list of rows of whole numbers (SLIT distances)",
+        "name" | "description" | "source" | "distance_file" => "a string",
+        "speed.fast" => "a number (the speed of a fast CPU, e.g. 2.0)",
+        "speed.fast_cpus" => "\"first-half\", \"none\" or a list of CPU ids",
+        "generator.nodes" => "a whole number ≥ 1",
+        _ => return None,
+    })
+}
+
+/// One line for a TOML error: line and column of the offending value, the key path, and the
+/// problem in plain words.
+fn toml_error(origin: &str, text: &str, e: &toml::de::Error, path: Option<&str>) -> InputError {
+    let path = path.filter(|p| !p.is_empty() && *p != ".");
+    let message = e.message().trim();
+    let message = crate::error::plain_serde_message(message, path.and_then(expected));
+    let mut location = e.span().map_or_else(String::new, |span| {
+        let (line, col) = line_col(text, span.start);
+        format!("line {line}, column {col}")
+    });
+    if let Some(p) = path {
+        if !location.is_empty() {
+            location.push_str(", ");
+        }
+        location.push_str(&format!("key {p}"));
+    }
+    let err = InputError::new(origin, message);
+    if location.is_empty() {
+        err
+    } else {
+        err.at(location)
+    }
+}
+
 /// Parses a machine file given as JSON of the same structure (the Python side turns YAML
-/// machine files into it; serde_yaml is unmaintained).
+/// machine files into it; serde_yaml is unmaintained). Errors name the key path: positions in
+/// the generated JSON would mean nothing to the author of the YAML file.
 pub fn parse_json(origin: &str, text: &str, base_dir: Option<&Path>) -> Result<Machine> {
-    let file: MachineFile = serde_json::from_str(text).map_err(|e| {
-        // Positions in the generated JSON mean nothing to the author of the YAML file.
-        let msg = e.to_string();
-        InputError::new(origin, msg.split(" at line ").next().unwrap_or(&msg))
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let file: MachineFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let full = e.inner().to_string();
+        let msg = full.split(" at line ").next().unwrap_or(&full);
+        let path = e.path().to_string();
+        let err = InputError::new(
+            origin,
+            crate::error::plain_serde_message(msg, expected(&path)),
+        );
+        if path == "." {
+            err
+        } else {
+            err.at(format!("key {path}"))
+        }
     })?;
     build(origin, file, base_dir)
 }
@@ -144,6 +191,11 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
     };
 
     let nodes = table.nodes();
+    let field_name = if file.cpus.is_some() {
+        "field cpus"
+    } else {
+        "field cpus_per_node"
+    };
     let counts = match (file.cpus_per_node, file.cpus) {
         (Some(p), None) => vec![p; nodes],
         (None, Some(list)) => list,
@@ -160,6 +212,7 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
             ))
         }
     };
+    super::check_cpu_counts(origin, field_name, &counts)?;
     let node_cpus = contiguous_cpus(&counts);
     let speeds = match &file.speed {
         None => None,
@@ -259,6 +312,8 @@ pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<
         ));
     }
     let table = distance::parse_text(origin, text)?;
+    let counts = vec![cpus_per_node; table.nodes()];
+    super::check_cpu_counts(origin, "--cpus-per-node", &counts)?;
     let name = Path::new(origin)
         .file_stem()
         .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned());
@@ -268,7 +323,7 @@ pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<
             name,
             description: format!("distance table from {origin}, {cpus_per_node} CPUs per node"),
             source: origin.to_string(),
-            node_cpus: contiguous_cpus(&vec![cpus_per_node; table.nodes()]),
+            node_cpus: contiguous_cpus(&counts),
             speeds: None,
             distances: table,
         },
@@ -304,7 +359,7 @@ fast_cpus = "first-half"
         let e = parse("x.toml", "cpus_per_nod = 2\n", None).unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("x.toml: line 1, column 1: unknown field"),
+                .starts_with("x.toml: line 1, column 1, key cpus_per_nod: unknown field"),
             "{e}"
         );
     }

@@ -44,7 +44,10 @@ impl Generator {
             Self::TwoLevel { nodes, .. }
             | Self::Hierarchy { nodes, .. }
             | Self::Ring { nodes, .. } => *nodes,
-            Self::Mesh { rows, cols, .. } | Self::Torus { rows, cols, .. } => rows * cols,
+            // Saturating: an overflowing grid is refused by `table` as too large, not wrapped.
+            Self::Mesh { rows, cols, .. } | Self::Torus { rows, cols, .. } => {
+                rows.saturating_mul(*cols)
+            }
         }
     }
 
@@ -54,6 +57,12 @@ impl Generator {
         let n = self.nodes();
         if n == 0 {
             return Err(field_error("a generator needs at least one node"));
+        }
+        if n > super::MAX_NODES {
+            return Err(field_error(&format!(
+                "{n} nodes is more than {}, the most numasim builds",
+                super::MAX_NODES
+            )));
         }
         let hops = |a: usize, b: usize, len: usize, wrap: bool| {
             let d = a.abs_diff(b);

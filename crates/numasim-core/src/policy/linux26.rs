@@ -140,7 +140,7 @@ impl Linux26 {
     /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
         let l = &view.domains.cpus[cpu][level];
-        if l.params.flags & sd::LOAD_BALANCE == 0 {
+        if !view.domains.load_balances(l) {
             return false;
         }
         let interval = self.interval_ns(l, &self.sd[cpu][level], view.idle(cpu));
@@ -537,7 +537,7 @@ impl Policy for Linux26 {
         view.domains.cpus[cpu]
             .iter()
             .zip(&self.sd[cpu])
-            .filter(|(l, _)| l.params.flags & sd::LOAD_BALANCE != 0)
+            .filter(|(l, _)| view.domains.load_balances(l))
             .map(|(l, st)| st.last_balance_ns + self.interval_ns(l, st, idle))
             .min()
     }
@@ -550,7 +550,7 @@ impl Policy for Linux26 {
         kind: BalanceKind,
     ) -> Option<Attempt> {
         let l = &view.domains.cpus[cpu][level];
-        if l.params.flags & sd::LOAD_BALANCE == 0 {
+        if !view.domains.load_balances(l) {
             return None;
         }
         match kind {
@@ -586,7 +586,7 @@ impl Policy for Linux26 {
         // The lowest level of the target that spans the busiest CPU.
         let li = view.domains.cpus[target]
             .iter()
-            .position(|l| l.params.flags & sd::LOAD_BALANCE != 0 && l.span.contains(busiest))?;
+            .position(|l| view.domains.load_balances(l) && l.span.contains(busiest))?;
         let p = &view.domains.cpus[target][li].params;
         let mut attempt = Attempt {
             locks: 1,

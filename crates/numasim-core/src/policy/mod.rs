@@ -235,6 +235,15 @@ enum Spec {
 
 fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
     let (name, pairs) = split_spec(spec);
+    // An option given twice (`origin-aware:v1=on,v1=off`) is refused, not last-one-wins.
+    for (i, (key, _)) in pairs.iter().enumerate() {
+        if pairs[..i].iter().any(|(k, _)| k == key) {
+            return Err(InputError::new(
+                origin,
+                format!("policy option '{key}' is given twice"),
+            ));
+        }
+    }
     let no_options = |name: &str| {
         if pairs.is_empty() {
             Ok(())
