@@ -161,9 +161,12 @@ class Machine:
         """Every CPU's scheduling-domain hierarchy, in the SPEC §2 JSON shape."""
         return json.loads(self._core.domains_json(check_builder(builder)))
 
-    def domain_details(self, builder: str = "linux") -> list[list[dict[str, Any]]]:
-        """Per CPU, per level: flags, cache_nice_tries and cache-hot time."""
-        return json.loads(self._core.domain_details_json(builder))
+    def hierarchies(self, builder: str = "linux") -> dict[str, Any]:
+        """``{"builder", "hierarchies": [{"cpus", "first", "nodes", "levels"}]}``: each distinct
+        CPU hierarchy once, with the CPUs that share it and the levels of the first (with flags,
+        cache_nice_tries and cache-hot time), CPU sets as kernel cpulists ("0-3,8"): what
+        ``numasim topology`` prints."""
+        return json.loads(self._core.domains_shown_json(check_builder(builder)))
 
     def __repr__(self) -> str:
         return f"Machine({self.name!r}, nodes={self.nodes}, cpus={self.cpus})"

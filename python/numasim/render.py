@@ -51,48 +51,32 @@ def machine_text(m: Machine) -> str:
     return "\n".join(lines)
 
 
-def _level_key(level: dict[str, Any]) -> tuple:
-    groups = frozenset((tuple(g["span"]), tuple(g["balance_mask"])) for g in level["groups"])
-    return (level["name"], tuple(level["span"]), groups)
-
-
-def domains_text(
-    m: Machine, domains: dict[str, Any], details: list[list[dict[str, Any]]], description: str
-) -> str:
-    """Each distinct CPU hierarchy once, with the CPUs that share it."""
-    cpus = domains["cpus"]
-    classes: dict[tuple, list[int]] = {}
-    for cpu in range(m.cpus):
-        key = tuple(_level_key(level) for level in cpus[str(cpu)])
-        classes.setdefault(key, []).append(cpu)
-    lines = [f"domains: {domains['builder']} ({description})"]
-    lines.append(f"{len(classes)} distinct hierarchies")
-    for members in classes.values():
-        first = members[0]
-        nodes = sorted({n["id"] for n in m.info["nodes"] if set(n["cpus"]) & set(members)})
+def domains_text(shown: dict[str, Any], description: str) -> str:
+    """Each distinct CPU hierarchy once (``Machine.hierarchies``: CPU sets as cpulists), with
+    the CPUs that share it."""
+    lines = [f"domains: {shown['builder']} ({description})"]
+    lines.append(f"{len(shown['hierarchies'])} distinct hierarchies")
+    for h in shown["hierarchies"]:
         lines.append("")
-        lines.append(f"CPUs {cpulist(members)} (node {cpulist(nodes)}), shown for CPU {first}:")
-        levels = cpus[str(first)]
-        if not levels:
+        lines.append(f"CPUs {h['cpus']} (node {h['nodes']}), shown for CPU {h['first']}:")
+        if not h["levels"]:
             lines.append("  (no level: nothing to balance)")
-        for level, extra in zip(levels, details[first], strict=True):
+        for level in h["levels"]:
             lines.append(
-                f"  level {level['level']}  {level['name']:<8} span {cpulist(level['span'])}"
-                f"  ({len(level['span'])} CPUs, {len(level['groups'])} groups)"
+                f"  level {level['level']}  {level['name']:<8} span {level['span']}"
+                f"  ({level['span_cpus']} CPUs, {len(level['groups'])} groups)"
             )
             lines.append(
                 f"      interval {level['min_interval_ms']}-{level['max_interval_ms']} ms,"
                 f" busy_factor {level['busy_factor']}, imbalance_pct {level['imbalance_pct']},"
-                f" cache_nice_tries {extra['cache_nice_tries']},"
-                f" cache-hot {extra['cache_hot_ns'] / 1e6:g} ms"
+                f" cache_nice_tries {level['cache_nice_tries']},"
+                f" cache-hot {level['cache_hot_ns'] / 1e6:g} ms"
             )
-            lines.append(f"      flags {' '.join(f.removeprefix('SD_') for f in extra['flags'])}")
-            groups = []
-            for g in level["groups"]:
-                text = "{" + cpulist(g["span"])
-                if g["balance_mask"] != g["span"]:
-                    text += " mask " + cpulist(g["balance_mask"])
-                groups.append(text + "}")
+            lines.append(f"      flags {' '.join(f.removeprefix('SD_') for f in level['flags'])}")
+            groups = [
+                "{" + span + ("" if mask == span else f" mask {mask}") + "}"
+                for span, mask in level["groups"]
+            ]
             lines.append("      groups " + " ".join(groups))
     return "\n".join(lines)
 

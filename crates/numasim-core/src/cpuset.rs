@@ -74,6 +74,29 @@ impl CpuSet {
     }
 
     /// Ids as a sorted vector.
+    /// The kernel's cpulist form (`/sys/devices/system/node/node0/cpulist`): `"0-3,8"`, or
+    /// `"-"` for the empty set.
+    pub fn to_cpulist(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut ids = self.iter().peekable();
+        while let Some(start) = ids.next() {
+            let mut end = start;
+            while ids.peek() == Some(&(end + 1)) {
+                end = ids.next().expect("peeked");
+            }
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+        }
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
+
     pub fn to_vec(&self) -> Vec<usize> {
         self.iter().collect()
     }
@@ -95,6 +118,21 @@ mod tests {
         let set = CpuSet::from_ids(8, [0, 2, 3, 6]);
         assert_eq!(set.iter_wrap(3).collect::<Vec<_>>(), vec![3, 6, 0, 2]);
         assert_eq!(set.iter_wrap(7).collect::<Vec<_>>(), vec![0, 2, 3, 6]);
+    }
+
+    #[test]
+    fn cpulist_is_the_kernels_form() {
+        let list = |ids: &[usize]| CpuSet::from_ids(16, ids.iter().copied()).to_cpulist();
+        assert_eq!(list(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(list(&[5]), "5");
+        assert_eq!(list(&[1, 2, 4, 5, 7, 15]), "1-2,4-5,7,15");
+        assert_eq!(list(&[]), "-");
+        // The parser of sysfs cpulists reads it back.
+        let text = list(&[0, 2, 3, 4, 9, 10]);
+        assert_eq!(
+            crate::machine::sysfs::parse_cpulist("t", &text).unwrap(),
+            vec![0, 2, 3, 4, 9, 10]
+        );
     }
 
     #[test]

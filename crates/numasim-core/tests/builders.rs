@@ -230,3 +230,55 @@ fn json_text_is_the_json_value_written_out() {
         }
     }
 }
+
+/// A level as `numasim topology` compares them: name, span and the *set* of groups.
+fn shape(
+    l: &Level,
+) -> (
+    String,
+    Vec<usize>,
+    std::collections::BTreeSet<(Vec<usize>, Vec<usize>)>,
+) {
+    let groups = l
+        .groups
+        .iter()
+        .map(|g| (g.span.to_vec(), g.balance_mask.to_vec()))
+        .collect();
+    (l.name.clone(), l.span.to_vec(), groups)
+}
+
+#[test]
+fn distinct_hierarchies_group_exactly_the_cpus_with_equal_levels() {
+    // (preset, builder, expected classes)
+    let cases = [
+        ("mehta-m1", Builder::Flat, 1), // one level, a group per CPU in every order
+        ("mehta-m1", Builder::Multilevel, 16), // the two CPUs of a node share theirs
+        ("mehta-m1", Builder::Linux, 16),
+        ("hp-superdome-16", Builder::TwoLevel, 16),
+        ("amc3", Builder::Linux, 32),
+    ];
+    for (name, b, expected) in cases {
+        let m = preset(name);
+        let d = b.build(&m, &BuildOptions::default());
+        let classes = d.distinct_hierarchies();
+        assert_eq!(classes.len(), expected, "{name} {b}");
+        // Every CPU appears once; classes are ordered by their first CPU, members sorted.
+        let mut all: Vec<usize> = classes.iter().flatten().copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..m.cpus()).collect::<Vec<_>>(), "{name} {b}");
+        assert!(classes.windows(2).all(|w| w[0][0] < w[1][0]));
+        let shapes = |c: usize| d.cpus[c].iter().map(shape).collect::<Vec<_>>();
+        for class in &classes {
+            assert!(class.windows(2).all(|w| w[0] < w[1]));
+            for &c in class {
+                assert_eq!(shapes(c), shapes(class[0]), "{name} {b}: CPU {c}");
+            }
+        }
+        // Two classes never hold equal hierarchies.
+        for (i, a) in classes.iter().enumerate() {
+            for other in &classes[i + 1..] {
+                assert_ne!(shapes(a[0]), shapes(other[0]), "{name} {b}");
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use numasim_core::domains::{sd, BuildOptions, Builder};
+use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::engine::EngineConfig;
 use numasim_core::machine::{file, sysfs};
 use numasim_core::trace::{self, RunEvents, Window};
@@ -151,29 +151,14 @@ impl Machine {
         Ok(py.detach(|| b.build(inner, &BuildOptions::default()).to_json_string()))
     }
 
-    /// Per CPU, per level, the level's flags and 2.6/modern extra parameters (for display).
-    fn domain_details_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
+    /// The distinct hierarchies built by `builder` with their CPUs, each shown by its first
+    /// CPU's levels with flags and 2.6/modern extra parameters (what `topology` prints).
+    fn domains_shown_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
         let b: Builder = builder.parse().map_err(input_err)?;
         let inner = &self.inner;
         Ok(py.detach(|| {
-            let d = b.build(inner, &BuildOptions::default());
-            let cpus: Vec<_> = d
-                .cpus
-                .iter()
-                .map(|levels| {
-                    levels
-                        .iter()
-                        .map(|l| {
-                            serde_json::json!({
-                                "flags": sd::names(l.params.flags),
-                                "cache_nice_tries": l.params.cache_nice_tries,
-                                "cache_hot_ns": l.params.cache_hot_ns,
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            serde_json::Value::from(cpus).to_string()
+            b.build(inner, &BuildOptions::default())
+                .shown_json_string(inner)
         }))
     }
 }

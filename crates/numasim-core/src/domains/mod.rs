@@ -22,6 +22,7 @@ pub mod linux;
 pub mod multilevel;
 
 use std::fmt;
+use std::hash::Hash;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -370,6 +371,192 @@ impl Domains {
     pub fn to_json_string(&self) -> String {
         serde_json::to_string(&JsonDomains(self)).expect("serialisable")
     }
+
+    /// The CPUs that share one hierarchy (the same levels: names, spans and sets of groups,
+    /// whatever order the groups are listed in), in order of their lowest CPU; each list is
+    /// sorted, so its first CPU is the one to show.
+    ///
+    /// 1. Each CPU's hierarchy gets a hash of its levels: name, span, and the sum of its
+    ///    groups' hashes (a sum, so group order does not matter).
+    /// 2. A CPU joins the first class with the same hash whose representative it equals
+    ///    exactly ([`same_levels`]); otherwise it opens a class. A hash collision can only cost
+    ///    a comparison, never merge two different hierarchies.
+    ///
+    /// Time linear in the size of the hierarchies (plus sorting the groups of the levels that
+    /// are compared); memory one hash per CPU.
+    pub fn distinct_hierarchies(&self) -> Vec<Vec<usize>> {
+        use std::collections::BTreeMap;
+
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        let mut by_hash: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (cpu, levels) in self.cpus.iter().enumerate() {
+            let key = hash_of(|h| {
+                for l in levels {
+                    l.name.hash(h);
+                    l.span.hash(h);
+                    let sum = l
+                        .groups
+                        .iter()
+                        .map(group_hash)
+                        .fold(0u64, u64::wrapping_add);
+                    sum.hash(h);
+                }
+            });
+            let candidates = by_hash.entry(key).or_default();
+            match candidates
+                .iter()
+                .find(|&&c| same_levels(&self.cpus[classes[c][0]], levels))
+            {
+                Some(&c) => classes[c].push(cpu),
+                None => {
+                    candidates.push(classes.len());
+                    classes.push(vec![cpu]);
+                }
+            }
+        }
+        classes
+    }
+
+    /// What `numasim topology` shows, as JSON text: `{"builder": NAME, "hierarchies": [{"cpus":
+    /// "0-1", "levels": [{"level", "name", "span": "0-3", "span_cpus": 4, "groups": [{"span",
+    /// "balance_mask"}], "imbalance_pct", "min_interval_ms", "max_interval_ms", "busy_factor",
+    /// "flags", "cache_nice_tries", "cache_hot_ns"}], "nodes": "0"}]}`: one entry per distinct
+    /// hierarchy
+    /// ([`Domains::distinct_hierarchies`]) shown by its first CPU, CPU sets in the kernel's
+    /// cpulist form. Its size is that of the text it becomes, not of every CPU's hierarchy.
+    pub fn shown_json_string(&self, machine: &Machine) -> String {
+        let hierarchies: Vec<_> = self
+            .distinct_hierarchies()
+            .into_iter()
+            .map(|cpus| JsonHierarchy {
+                first: cpus[0],
+                cpus: CpuSet::from_ids(self.cpus.len(), cpus.iter().copied()).to_cpulist(),
+                nodes: CpuSet::from_ids(machine.nodes(), cpus.iter().map(|&c| machine.cpu_node(c)))
+                    .to_cpulist(),
+                levels: self.cpus[cpus[0]]
+                    .iter()
+                    .enumerate()
+                    .map(shown_level)
+                    .collect(),
+            })
+            .collect();
+        serde_json::to_string(&JsonShown {
+            builder: self.builder.name(),
+            hierarchies,
+        })
+        .expect("serialisable")
+    }
+}
+
+fn hash_of(value: impl FnOnce(&mut std::hash::DefaultHasher)) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    value(&mut h);
+    h.finish()
+}
+
+fn group_hash(g: &Group) -> u64 {
+    hash_of(|h| {
+        g.span.hash(h);
+        g.balance_mask.hash(h);
+    })
+}
+
+/// Whether two CPUs' hierarchies are equal level by level, each level's groups as a set.
+fn same_levels(a: &[Level], b: &[Level]) -> bool {
+    let sorted = |l: &Level| {
+        let mut order: Vec<(u64, usize)> = l
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (group_hash(g), i))
+            .collect();
+        order.sort_unstable();
+        order
+    };
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.name == y.name
+                && x.span == y.span
+                && x.groups.len() == y.groups.len()
+                && (x.groups == y.groups
+                    || sorted(x)
+                        .iter()
+                        .zip(&sorted(y))
+                        .all(|(&(_, i), &(_, j))| x.groups[i] == y.groups[j]))
+        })
+}
+
+#[derive(Serialize)]
+struct JsonShown {
+    builder: &'static str,
+    hierarchies: Vec<JsonHierarchy>,
+}
+
+#[derive(Serialize)]
+struct JsonHierarchy {
+    cpus: String,
+    first: usize,
+    /// The nodes of `cpus` (a node-id set, written like a cpulist).
+    nodes: String,
+    levels: Vec<JsonShownLevel>,
+}
+
+#[derive(Serialize)]
+struct JsonShownLevel {
+    level: usize,
+    name: String,
+    span: String,
+    span_cpus: usize,
+    groups: Vec<[String; 2]>,
+    imbalance_pct: u32,
+    min_interval_ms: u64,
+    max_interval_ms: u64,
+    busy_factor: u32,
+    flags: Vec<&'static str>,
+    cache_nice_tries: u32,
+    cache_hot_ns: u64,
+}
+
+fn shown_level((i, l): (usize, &Level)) -> JsonShownLevel {
+    JsonShownLevel {
+        level: i,
+        name: l.name.clone(),
+        span: l.span.to_cpulist(),
+        span_cpus: l.span.len(),
+        groups: l
+            .groups
+            .iter()
+            .map(|g| [g.span.to_cpulist(), g.balance_mask.to_cpulist()])
+            .collect(),
+        imbalance_pct: l.params.imbalance_pct,
+        min_interval_ms: l.params.min_interval_ms,
+        max_interval_ms: l.params.max_interval_ms,
+        busy_factor: l.params.busy_factor,
+        flags: sd::names(l.params.flags),
+        cache_nice_tries: l.params.cache_nice_tries,
+        cache_hot_ns: l.params.cache_hot_ns,
+    }
+}
+
+fn json_level(i: usize, l: &Level) -> JsonLevel<'_> {
+    JsonLevel {
+        level: i,
+        name: &l.name,
+        span: &l.span,
+        groups: l
+            .groups
+            .iter()
+            .map(|g| JsonGroup {
+                span: &g.span,
+                balance_mask: &g.balance_mask,
+            })
+            .collect(),
+        imbalance_pct: l.params.imbalance_pct,
+        min_interval_ms: l.params.min_interval_ms,
+        max_interval_ms: l.params.max_interval_ms,
+        busy_factor: l.params.busy_factor,
+    }
 }
 
 /// The SPEC §2 JSON shape, serialised without an intermediate `Value`.
@@ -397,25 +584,7 @@ struct JsonCpu<'a>(&'a [Level]);
 
 impl Serialize for JsonCpu<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().enumerate().map(|(i, l)| {
-            JsonLevel {
-                level: i,
-                name: &l.name,
-                span: &l.span,
-                groups: l
-                    .groups
-                    .iter()
-                    .map(|g| JsonGroup {
-                        span: &g.span,
-                        balance_mask: &g.balance_mask,
-                    })
-                    .collect(),
-                imbalance_pct: l.params.imbalance_pct,
-                min_interval_ms: l.params.min_interval_ms,
-                max_interval_ms: l.params.max_interval_ms,
-                busy_factor: l.params.busy_factor,
-            }
-        }))
+        s.collect_seq(self.0.iter().enumerate().map(|(i, l)| json_level(i, l)))
     }
 }
 
