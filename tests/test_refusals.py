@@ -9,7 +9,7 @@ import numasim
 import pytest
 from numasim import Machine, Workload, simulate
 from numasim.trace import chrome_trace
-from test_experiments import tiny
+from test_experiments import stored_runs, tiny
 
 M3 = Machine.preset("mehta-m3")
 RUN = ["run", "--machine", "mehta-m3", "--workload", "n=20,kind=cpu,exec=50"]
@@ -138,3 +138,46 @@ def test_an_input_error_raised_in_a_worker_crosses_the_pool():
                           [("linux26", "linux26", "multilevel")])  # fmt: skip
         with pytest.raises(numasim.InputError, match="exec: -3 ms must be a non-negative time"):
             fut.result()
+
+
+def test_a_cluster_address_that_is_not_one_is_refused(run, tmp_path):
+    r = run(*CMP, "--workload", "n=20", "--policies", "linux26,linux26@flat",
+            "--out", tmp_path / "o", "--cluster", "not an address")  # fmt: skip
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        "numasim: error: --cluster: cannot reach not an address: missing port number in "
+        "address 'not an address'\n"
+    )
+
+
+HUGE = 10**9  # passes the spec check (made with n = 1); the workers' memory budget refuses it
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("where", ["pool", "dask"])
+def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(run, tmp_path, where):
+    path = tiny(tmp_path, reps=2)
+    path.write_text(path.read_text().replace("n = [60, 120]", f"n = [60, {HUGE}]"))
+    out = tmp_path / "o"
+
+    def reproduce(*extra):
+        return run("reproduce", path, "--out", out, "--jobs", "1", *extra)
+
+    if where == "dask":
+        distributed = pytest.importorskip("distributed")
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster:
+            r = reproduce("--cluster", cluster.scheduler_address)
+    else:
+        r = reproduce()
+    assert (r.code, r.out) == (2, "")
+    assert r.err.count("\n") == 1
+    assert r.err.startswith("numasim: error: ") and "GB" in r.err, r.err
+    # The n = 60 cell ran first and is kept: rerunning it alone computes nothing.
+    assert stored_runs(out) == 2 * 3
+    path.write_text(path.read_text().replace(f"n = [60, {HUGE}]", "n = [60]"))
+    again = reproduce("--json")
+    assert again.code == 0 and again.err.startswith("resumed 6 of 6 runs")

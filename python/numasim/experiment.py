@@ -490,6 +490,8 @@ class _executor:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.ex.shutdown(wait=True)
+        else:  # a batch failed (or Ctrl-C): the others must not run on behind our back
+            self.stop()
         if self.client is not None:
             self.client.close()
 
