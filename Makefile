@@ -11,23 +11,28 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: demo test build browser check-rust check-python clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	@echo "numasim: creating $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
+	@echo "numasim: installing the Python packages into $(VENV)"
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
 		"click>=8.1" "pyyaml>=6" "pandas>=2" "pyarrow>=14" "scipy>=1.11" "matplotlib>=3.8" \
 		"rich>=13" "pydantic>=2.6" "dask[distributed]>=2024.1" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
-	touch $@
+	@touch $@
 
-# Compiles the Rust core into the venv (incremental; release, as benchmarks need it).
+# Compiles the Rust core into the venv (incremental; release, as benchmarks need it). Its
+# output goes to .venv/build.log and is shown only when the build fails.
 build: $(STAMP)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release -q
+	@echo "numasim: building the Rust core (release; a first build takes a few minutes)"
+	@VIRTUAL_ENV=$(abspath $(VENV)) PIP_QUIET=1 $(BIN)/maturin develop --release -q \
+		> $(VENV)/build.log 2>&1 || { cat $(VENV)/build.log; exit 1; }
 
-# The headline experiment, with few replications so that it finishes in well under a minute
-# (`numasim reproduce multilevel-altix` alone uses the file's default replications).
+# The headline experiment at its file's 510 replications (a rerun reuses the stored runs: see
+# docs/experiments.md; `numasim reproduce origin-aware-m1 --fresh` starts over).
 demo: build
-	$(BIN)/numasim reproduce origin-aware-m1 --out demo-out/origin-aware-m1
+	@$(BIN)/numasim reproduce origin-aware-m1 --out demo-out/origin-aware-m1
 
 check-rust:
 	cargo fmt --all -- --check
