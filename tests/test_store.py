@@ -112,15 +112,8 @@ def test_adding_a_policy_computes_only_its_runs(run, tmp_path):
 def test_a_directory_in_use_is_refused_and_freed_when_its_holder_dies(run, tmp_path):
     path = tiny(tmp_path, reps=40)
     out = tmp_path / "busy"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out), "--jobs", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    proc = _start(path, out, "--jobs", "1")
     try:
-        deadline = time.monotonic() + 60
-        while stored_runs(out) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert proc.poll() is None, "the first sweep must still be running"
         r = run("reproduce", path, "--out", out)
         assert (r.code, r.out) == (2, "")
         assert r.err == f"numasim: error: {out} is in use by another numasim (pid {proc.pid})\n"
@@ -184,18 +177,8 @@ def test_labels_come_from_the_experiment_that_reads_the_store(tmp_path):
 def test_ctrl_c_stops_the_sweep_keeps_finished_batches_and_resumes(run, tmp_path):
     path = tiny(tmp_path, reps=200)
     out = tmp_path / "int"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out), "--jobs", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while stored_runs(out) == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert proc.poll() is None, "the sweep must still be running when it is interrupted"
-    sent = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    _, err = proc.communicate(timeout=30)
-    took = time.monotonic() - sent
+    proc = _start(path, out, "--jobs", "2")
+    err, took = _ctrl_c(proc)
     assert proc.returncode == 130
     assert took < 2.0, f"exited {took:.2f} s after Ctrl-C"
     saved = stored_runs(out)
@@ -240,20 +223,10 @@ def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path):
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out),
-             "--cluster", cluster.scheduler_address],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while stored_runs(out) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert proc.poll() is None, "the sweep must still be running when it is interrupted"
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        proc = _start(path, out, "--cluster", cluster.scheduler_address)
+        err, took = _ctrl_c(proc)
         assert proc.returncode == 130
-        assert time.monotonic() - sent < 2.0
+        assert took < 2.0, f"exited {took:.2f} s after Ctrl-C"
         saved = stored_runs(out)
         assert err.splitlines()[-1].startswith(f"interrupted: {_grouped(saved)} of 1 200 runs")
         # The cancelled batches leave the cluster: the scheduler forgets every task.
@@ -264,3 +237,25 @@ def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path):
     rows, resumed = _json(run, "reproduce", path, "--out", out, "--jobs", "2")
     assert resumed.startswith(f"computed {_grouped(1200 - saved)}, reused {_grouped(saved)} ")
     assert rows == _json(run, "reproduce", path, "--out", tmp_path / "full", "--jobs", "2")[0]
+
+
+def _start(path, out, *extra):
+    """A sweep in its own process group (as a shell runs a command), once it has stored runs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while stored_runs(out) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the sweep must still be running"
+    return proc
+
+
+def _ctrl_c(proc) -> tuple[str, float]:
+    """Sends SIGINT to the sweep's process group, as a terminal's Ctrl-C does; returns its
+    stderr and how long it took to exit."""
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    return err, time.monotonic() - sent
