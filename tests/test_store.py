@@ -119,7 +119,7 @@ def test_a_directory_in_use_is_refused_and_freed_when_its_holder_dies(run, tmp_p
         assert r.err == f"numasim: error: {out} is in use by another numasim (pid {proc.pid})\n"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # reaps it and closes its pipes
     # The OS released the lock with the killed holder: the same command resumes.
     rows, err = _json(run, "reproduce", path, "--out", out)
     assert "reused" in err and ", reused 0 " not in err
