@@ -165,7 +165,30 @@ CORPUS = [
         TOML,
         "cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = 0.0\nfast_cpus = [0]\n",
         [],
-        ": field speed: cpu 0 has speed 0; a speed must be a positive number",
+        ": field speed.fast: 0 is not a speed; a speed must be a positive number",
+    ),
+    (
+        # Was accepted: the one CPU of the node is not in its "first half", so no CPU got the
+        # bad speed and only per-CPU speeds were checked.
+        "toml-negative-speed-first-half-of-one-cpu",
+        TOML,
+        'cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = -2.0\nfast_cpus = "first-half"\n',
+        [],
+        ": field speed.fast: -2 is not a speed; a speed must be a positive number",
+    ),
+    (
+        "toml-nan-speed-no-fast-cpu",
+        TOML,
+        'cpus_per_node = 2\ndistances = [[10]]\n[speed]\nfast = nan\nfast_cpus = "none"\n',
+        [],
+        ": field speed.fast: NaN is not a speed; a speed must be a positive number",
+    ),
+    (
+        "yaml-negative-speed-empty-fast-list",
+        YAML,
+        "cpus_per_node: 2\ndistances: [[10]]\nspeed: {fast: -0.5, fast_cpus: []}\n",
+        [],
+        ": field speed.fast: -0.5 is not a speed; a speed must be a positive number",
     ),
     (
         "toml-unknown-generator",
