@@ -191,6 +191,67 @@ CORPUS = [
         ": field speed.fast: -0.5 is not a speed; a speed must be a positive number",
     ),
     (
+        "yaml-not-utf8",
+        YAML,
+        b"cpus_per_node: 1\n\x80\xff\n",
+        [],
+        ": not a text file: byte 17 is not valid UTF-8 (a machine file is TOML or YAML text)",
+    ),
+    (
+        "yaml-date",
+        YAML,
+        "name: 2024-01-31\ncpus_per_node: 1\ndistances: [[10]]\n",
+        [],
+        ": key name: a YAML date is not a number, a string or a list",
+    ),
+    (
+        "yaml-binary-value",
+        YAML,
+        "name: !!binary aGVsbG8=\ncpus_per_node: 1\ndistances: [[10]]\n",
+        [],
+        ": key name: a YAML bytes is not a number, a string or a list",
+    ),
+    (
+        "yaml-nan",
+        YAML,
+        "cpus_per_node: 1\ndistances: [[10]]\nspeed: {fast: .nan, fast_cpus: none}\n",
+        [],
+        ": key speed.fast: nan is not a finite number",
+    ),
+    (
+        "yaml-integer-key",
+        YAML,
+        "1: 2\n",
+        [],
+        ": the key 1 is not a name",
+    ),
+    (
+        "yaml-alias-loop",
+        YAML,
+        "cpus_per_node: 1\ndistances: &d [*d]\n",
+        [],
+        ": key distances[0]: an alias inside its own anchor (a loop)",
+    ),
+    (
+        "yaml-alias-bomb",
+        YAML,
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n"
+            for a, b in zip("abcdefg", "bcdefgh", strict=True)
+        ),
+        [],
+        ": it expands to 123456789 values (with its aliases), more than any machine file "
+        "needs (16786408)",
+    ),
+    (
+        "yaml-nested-too-deeply",
+        YAML,
+        "distances: " + "[" * 100 + "]" * 100 + "\n",
+        [],
+        ": key distances: nested too deeply to be a machine file",
+    ),
+    (
         "toml-unknown-generator",
         TOML,
         'cpus_per_node = 1\n[generator]\nkind = "hypercube"\nnodes = 4\n',
@@ -304,7 +365,7 @@ CORPUS = [
 )
 def test_bad_input_is_one_line_and_exit_2(run, tmp_path, name, filename, content, extra, expected):
     path = tmp_path / filename
-    path.write_text(content)
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
     args = ["topology", str(path)]
     if extra is None:
         pass
