@@ -223,7 +223,8 @@ CORPUS = [
         YAML,
         "1: 2\n",
         [],
-        ": the key 1 is not a name",
+        ": key 1: unknown field `1`, expected one of `name`, `description`, `source`, "
+        "`cpus_per_node`, `cpus`, `distances`, `distance_file`, `generator`, `speed`",
     ),
     (
         "yaml-alias-loop",

@@ -145,12 +145,9 @@ class Machine:
 
         def plain(value: Any, key: str) -> Any:
             if isinstance(value, dict):
-                out = {}
-                for k, v in value.items():
-                    if not isinstance(k, str):
-                        raise InputError(f"{where(key)}: the key {k!r} is not a name")
-                    out[k] = plain(v, f"{key}.{k}" if key else k)
-                return out
+                # A key that is not a string (`1:`, `yes:`, a date) becomes one, as json.dumps
+                # would make it, so that the core names it as an unknown field.
+                return {str(k): plain(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
             if isinstance(value, list):
                 return [plain(v, f"{key}[{i}]") for i, v in enumerate(value)]
             if isinstance(value, float) and not math.isfinite(value):
