@@ -212,6 +212,13 @@ CORPUS = [
         ": key name: a YAML bytes is not a number, a string or a list",
     ),
     (
+        "yaml-set-value",
+        YAML,
+        "cpus: !!set {1}\ndistances: [[10]]\n",
+        [],
+        ": key cpus: a YAML set is not a number, a string or a list",
+    ),
+    (
         "yaml-nan",
         YAML,
         "cpus_per_node: 1\ndistances: [[10]]\nspeed: {fast: .nan, fast_cpus: none}\n",
@@ -251,6 +258,13 @@ CORPUS = [
         "distances: " + "[" * 100 + "]" * 100 + "\n",
         [],
         ": key distances: nested too deeply to be a machine file",
+    ),
+    (
+        "yaml-nested-beyond-the-yaml-parser",
+        YAML,
+        "distances: " + "[" * 5000 + "]" * 5000 + "\n",
+        [],
+        ": nested too deeply to be a machine file",
     ),
     (
         "toml-unknown-generator",
