@@ -165,7 +165,106 @@ CORPUS = [
         TOML,
         "cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = 0.0\nfast_cpus = [0]\n",
         [],
-        ": field speed: cpu 0 has speed 0; a speed must be a positive number",
+        ": field speed.fast: 0 is not a speed; a speed must be a positive number",
+    ),
+    (
+        # Was accepted: the one CPU of the node is not in its "first half", so no CPU got the
+        # bad speed and only per-CPU speeds were checked.
+        "toml-negative-speed-first-half-of-one-cpu",
+        TOML,
+        'cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = -2.0\nfast_cpus = "first-half"\n',
+        [],
+        ": field speed.fast: -2 is not a speed; a speed must be a positive number",
+    ),
+    (
+        "toml-nan-speed-no-fast-cpu",
+        TOML,
+        'cpus_per_node = 2\ndistances = [[10]]\n[speed]\nfast = nan\nfast_cpus = "none"\n',
+        [],
+        ": field speed.fast: NaN is not a speed; a speed must be a positive number",
+    ),
+    (
+        "yaml-negative-speed-empty-fast-list",
+        YAML,
+        "cpus_per_node: 2\ndistances: [[10]]\nspeed: {fast: -0.5, fast_cpus: []}\n",
+        [],
+        ": field speed.fast: -0.5 is not a speed; a speed must be a positive number",
+    ),
+    (
+        "yaml-not-utf8",
+        YAML,
+        b"cpus_per_node: 1\n\x80\xff\n",
+        [],
+        ": not a text file: byte 17 is not valid UTF-8 (a machine file is TOML or YAML text)",
+    ),
+    (
+        "yaml-date",
+        YAML,
+        "name: 2024-01-31\ncpus_per_node: 1\ndistances: [[10]]\n",
+        [],
+        ": key name: a YAML date is not a number, a string or a list",
+    ),
+    (
+        "yaml-binary-value",
+        YAML,
+        "name: !!binary aGVsbG8=\ncpus_per_node: 1\ndistances: [[10]]\n",
+        [],
+        ": key name: a YAML bytes is not a number, a string or a list",
+    ),
+    (
+        "yaml-set-value",
+        YAML,
+        "cpus: !!set {1}\ndistances: [[10]]\n",
+        [],
+        ": key cpus: a YAML set is not a number, a string or a list",
+    ),
+    (
+        "yaml-nan",
+        YAML,
+        "cpus_per_node: 1\ndistances: [[10]]\nspeed: {fast: .nan, fast_cpus: none}\n",
+        [],
+        ": key speed.fast: nan is not a finite number",
+    ),
+    (
+        "yaml-integer-key",
+        YAML,
+        "1: 2\n",
+        [],
+        ": key 1: unknown field `1`, expected one of `name`, `description`, `source`, "
+        "`cpus_per_node`, `cpus`, `distances`, `distance_file`, `generator`, `speed`",
+    ),
+    (
+        "yaml-alias-loop",
+        YAML,
+        "cpus_per_node: 1\ndistances: &d [*d]\n",
+        [],
+        ": key distances[0]: an alias inside its own anchor (a loop)",
+    ),
+    (
+        "yaml-alias-bomb",
+        YAML,
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n"
+            for a, b in zip("abcdefg", "bcdefgh", strict=True)
+        ),
+        [],
+        ": it expands to 123456789 values (with its aliases), more than any machine file "
+        "needs (16786408)",
+    ),
+    (
+        "yaml-nested-too-deeply",
+        YAML,
+        "distances: " + "[" * 100 + "]" * 100 + "\n",
+        [],
+        ": key distances: nested too deeply to be a machine file",
+    ),
+    (
+        "yaml-nested-beyond-the-yaml-parser",
+        YAML,
+        "distances: " + "[" * 5000 + "]" * 5000 + "\n",
+        [],
+        ": nested too deeply to be a machine file",
     ),
     (
         "toml-unknown-generator",
@@ -281,7 +380,7 @@ CORPUS = [
 )
 def test_bad_input_is_one_line_and_exit_2(run, tmp_path, name, filename, content, extra, expected):
     path = tmp_path / filename
-    path.write_text(content)
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
     args = ["topology", str(path)]
     if extra is None:
         pass

@@ -8,6 +8,7 @@ import math
 
 import numasim
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numasim import Machine, Workload, simulate
@@ -139,6 +140,33 @@ def test_compare_arguments_are_run_or_refused(run, tmp_path_factory, policies, m
     if r.code == 2:
         assert r.err.startswith("numasim: error: ") and r.err.count("\n") == 1
         assert r.out == ""
+
+
+MACHINE_KEYS = ["name", "cpus_per_node", "cpus", "distances", "generator", "speed", "fast",
+                "fast_cpus", "kind", "nodes", "remote", "x"]  # fmt: skip
+YAML_VALUE = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(), st.text(max_size=8),
+              st.dates(), st.binary(max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(MACHINE_KEYS), inner, max_size=3)),
+    max_leaves=8,
+)  # fmt: skip
+
+
+@FUZZ
+@given(data=st.one_of(
+    st.dictionaries(st.sampled_from(MACHINE_KEYS), YAML_VALUE, max_size=4).map(yaml.safe_dump),
+    st.binary(max_size=64),
+    st.text(alphabet="&*[]{}:,-!. \n0123456789abx", max_size=40)))  # fmt: skip
+def test_yaml_machine_files_load_or_refuse_in_one_line(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("yaml") / "m.yaml"
+    (path.write_bytes if isinstance(data, bytes) else path.write_text)(data)
+    try:
+        m = Machine.from_file(path)
+    except numasim.InputError as e:
+        assert str(e).startswith(f"{path}") and "\n" not in str(e)
+        return
+    assert m.cpus >= 1
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2**63, 2**64 - 1])

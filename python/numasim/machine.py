@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -96,9 +97,16 @@ class Machine:
     @classmethod
     def _from_yaml(cls, path: Path) -> Machine:
         try:
-            data = yaml.safe_load(path.read_text())
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as e:
             raise InputError(f"{path}: cannot read the machine file: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{path}: not a text file: byte {e.start} is not valid UTF-8 "
+                "(a machine file is TOML or YAML text)"
+            ) from None
+        except RecursionError:
+            raise InputError(f"{path}: nested too deeply to be a machine file") from None
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f": line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -106,7 +114,56 @@ class Machine:
             raise InputError(f"{path}{where}: {problem}") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}: a machine file must be a mapping of keys to values")
-        return cls(_core.Machine.from_json_str(json.dumps(data), str(path), str(path.parent)))
+
+        # YAML has what JSON lacks (dates, bytes, sets, NaN, aliases inside their own anchor,
+        # aliases that expand a small file to billions of values); refuse it here, naming the
+        # key as the core does, rather than let json.dumps raise a traceback or run for hours.
+        most_values = 4096 * 4096 + 2 * 4096 + 1000  # the largest machine (4 096 nodes) needs
+        sizes: dict[int, int] = {}  # expanded size of each container, computed once
+        open_ids: set[int] = set()
+
+        def where(key: str) -> str:
+            return f"{path}: key {key}" if key else str(path)
+
+        def expanded(value: Any, key: str, depth: int) -> int:
+            if not isinstance(value, dict | list):
+                return 1
+            if id(value) in open_ids:
+                raise InputError(f"{where(key)}: an alias inside its own anchor (a loop)")
+            if depth > 64:
+                top = key.partition("[")[0].partition(".")[0]
+                raise InputError(f"{where(top)}: nested too deeply to be a machine file")
+            if id(value) not in sizes:
+                open_ids.add(id(value))
+                if isinstance(value, dict):
+                    children = [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+                else:
+                    children = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+                sizes[id(value)] = 1 + sum(expanded(v, k, depth + 1) for k, v in children)
+                open_ids.discard(id(value))
+            return sizes[id(value)]
+
+        def plain(value: Any, key: str) -> Any:
+            if isinstance(value, dict):
+                # A key that is not a string (`1:`, `yes:`, a date) becomes one, as json.dumps
+                # would make it, so that the core names it as an unknown field.
+                return {str(k): plain(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+            if isinstance(value, list):
+                return [plain(v, f"{key}[{i}]") for i, v in enumerate(value)]
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"{where(key)}: {value} is not a finite number")
+            if value is None or isinstance(value, str | int | float):
+                return value
+            kind = type(value).__name__
+            raise InputError(f"{where(key)}: a YAML {kind} is not a number, a string or a list")
+
+        if (n := expanded(data, "", 0)) > most_values:
+            raise InputError(
+                f"{path}: it expands to {n} values (with its aliases), more than any machine "
+                f"file needs ({most_values})"
+            )
+        text = json.dumps(plain(data, ""), allow_nan=False)
+        return cls(_core.Machine.from_json_str(text, str(path), str(path.parent)))
 
     @classmethod
     def host(cls, root: str | Path = "/") -> Machine:

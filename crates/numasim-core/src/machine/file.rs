@@ -217,6 +217,17 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
     let speeds = match &file.speed {
         None => None,
         Some(s) => {
+            // Checked here, not only per CPU in `Machine::new`: a layout that makes no CPU
+            // fast (`"none"`, an empty list, "first-half" of one CPU) must not hide a bad value.
+            if !(s.fast.is_finite() && s.fast > 0.0) {
+                return Err(field(
+                    "speed.fast",
+                    format!(
+                        "{} is not a speed; a speed must be a positive number",
+                        s.fast
+                    ),
+                ));
+            }
             let fast = match &s.fast_cpus {
                 FastCpusFile::List(ids) => FastCpus::List(ids.clone()),
                 FastCpusFile::Named(n) if n == "first-half" => FastCpus::FirstHalf,
@@ -352,6 +363,40 @@ fast_cpus = "first-half"
         assert_eq!(m.speed(0), 2.0);
         assert_eq!(m.speed(1), 1.0);
         assert_eq!(m.mals(), vec![10, 20]);
+    }
+
+    /// A bad `speed.fast` is refused whatever the layout, even one with no fast CPU.
+    #[test]
+    fn bad_fast_speed_is_refused_without_fast_cpus() {
+        for (cpus_per_node, fast_cpus) in [
+            (1, "\"first-half\""),
+            (2, "\"none\""),
+            (2, "[]"),
+            (2, "\"first-half\""),
+        ] {
+            for fast in ["-2.0", "0.0", "nan", "inf", "-inf"] {
+                let text = format!(
+                    "cpus_per_node = {cpus_per_node}\ndistances = [[10]]\n\
+                     [speed]\nfast = {fast}\nfast_cpus = {fast_cpus}\n"
+                );
+                let e = parse("x.toml", &text, None).unwrap_err().to_string();
+                assert!(
+                    e.starts_with("x.toml: field speed.fast: ")
+                        && e.ends_with(" is not a speed; a speed must be a positive number"),
+                    "{text}: {e}"
+                );
+            }
+        }
+        let e = parse(
+            "x.toml",
+            "cpus_per_node = 1\ndistances = [[10]]\n[speed]\nfast = -2.0\nfast_cpus = \"first-half\"\n",
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.toml: field speed.fast: -2 is not a speed; a speed must be a positive number"
+        );
     }
 
     #[test]
