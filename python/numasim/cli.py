@@ -271,8 +271,7 @@ def _write_trace(record: RunRecord, path: str, window) -> str:
 
     text = trace_text(record.machine, record.result_json, window, record.origin)
     _write(path, text)
-    makespan = record.result["summary"]["makespan_ms"]
-    if window and window[0] >= makespan:
+    if window and window[0] >= (makespan := record.result["summary"]["makespan_ms"]):
         click.echo(
             f"numasim: warning: --trace-window {window[0]:g}:{window[1]:g} starts after the run "
             f"ended ({makespan:.1f} ms): the trace holds no running slice",

@@ -1,5 +1,7 @@
 //! Behaviour of the domain builders on the shipped presets and on hand-made tables.
 
+use std::collections::BTreeSet;
+
 use numasim_core::domains::{BuildOptions, Builder, Level};
 use numasim_core::machine::Machine;
 use numasim_core::testutils;
@@ -232,13 +234,9 @@ fn json_text_is_the_json_value_written_out() {
 }
 
 /// A level as `numasim topology` compares them: name, span and the *set* of groups.
-fn shape(
-    l: &Level,
-) -> (
-    String,
-    Vec<usize>,
-    std::collections::BTreeSet<(Vec<usize>, Vec<usize>)>,
-) {
+type Shape = (String, Vec<usize>, BTreeSet<(Vec<usize>, Vec<usize>)>);
+
+fn shape(l: &Level) -> Shape {
     let groups = l
         .groups
         .iter()
