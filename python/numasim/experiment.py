@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import signal
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -300,14 +300,14 @@ class Run:
                 "seed": self.seed, **metrics}  # fmt: skip
 
 
-def runs(exp: Experiment) -> list[Run]:
-    """Every run of ``exp`` with its store key (numasim.store: what determines its numbers)."""
-    from numasim.machine import Machine
+def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
+    """Every run of ``exp`` with its store key (numasim.store: what determines its numbers);
+    ``machines`` maps the experiment's machine names to the loaded machines."""
     from numasim.store import machine_digest, run_key
 
     out = []
     for machine in exp.machines:
-        digest = machine_digest(Machine.load(machine).info)
+        digest = machine_digest(machines[machine].info)
         for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
             for r in range(exp.replications):
                 seed = replication_seed(exp.seed, machine, w.name, n, r)
@@ -376,7 +376,9 @@ def execute(
     from numasim.machine import Machine
     from numasim.store import Store
 
-    all_runs = runs(exp)
+    # Each machine is read once: the keys, the spec check and the workers all see this content.
+    machines = {m: Machine.load(m) for m in exp.machines}
+    all_runs = runs(exp, machines)
     with Store.open(out, fresh=fresh) as store:
         found = store.lookup(r.key for r in all_runs)
         todo = [r for r in all_runs if r.key not in found]
@@ -385,8 +387,8 @@ def execute(
         if on_progress:
             on_progress(done, len(all_runs))
         if todo:
-            _check_specs(exp)
-            infos = {m: json.dumps(Machine.load(m).info) for m in exp.machines}
+            _check_specs(exp, machines)
+            infos = {name: json.dumps(m.info) for name, m in machines.items()}
             jobs = jobs or os.cpu_count() or 1
             batches = plan(todo, jobs, exp.replications)
             with _executor(jobs, cluster) as ex:
@@ -425,13 +427,10 @@ def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
     return infos[first.machine], first.workload.spec, first.n, reps, variants
 
 
-def _check_specs(exp: Experiment) -> None:
+def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
     """Every workload spec of ``exp`` generates (one process, on each machine): a bad spec is an
     input error here, before any worker starts."""
-    from numasim.machine import Machine
-
-    for machine in exp.machines:
-        m = Machine.load(machine)
+    for m in machines.values():
         for w in exp.workloads:
             _core.Workload.generate(
                 m._core, f"n=1,{w.spec}", 0, f"{exp.origin}: workload '{w.name}'"
@@ -494,17 +493,3 @@ class _executor:
             self.stop()
         if self.client is not None:
             self.client.close()
-
-
-def sorted_rows(rows: Iterable[dict[str, Any]], exp: Experiment) -> list[dict[str, Any]]:
-    """Rows in a stable order: experiment order of cells and variants, then replication."""
-    cell_pos = {(m, w.name, n): i for i, (m, w, n) in enumerate(exp.cells())}
-    var_pos = {v.label: i for i, v in enumerate(exp.variants)}
-    return sorted(
-        rows,
-        key=lambda r: (
-            cell_pos[(r["machine"], r["workload"], r["n"])],
-            r["replication"],
-            var_pos[r["policy"]],
-        ),
-    )
