@@ -13,8 +13,8 @@
 //!    from it at once) at several sizes, the slope taken per process, rounded up (see
 //!    docs/PERFORMANCE.md, "Memory per process").
 //! 2. The check runs where a workload is made from a spec (`WorkloadSpec::generate`, so nothing
-//!    is allocated for an `n` that cannot be run) and where a run starts (`engine::run`, for
-//!    workloads read from files).
+//!    is allocated for an `n` that cannot be run) and where a workload read from a file is
+//!    checked against its machine (`Workload::validate`).
 //!
 //! Limits: the estimate is for runs without `--trace` slices (a trace adds a slice per context
 //! switch, which depends on the schedule); where `/proc/meminfo` cannot be read (not Linux) no
@@ -84,7 +84,8 @@ pub fn check_run(
     if needed <= available {
         return Ok(());
     }
-    let err = InputError::new(
+    // An empty `location` leaves the error unplaced (`InputError` prints none).
+    Err(InputError::new(
         origin,
         format!(
             "{processes} processes need about {} of memory to run (estimate), but only {} is \
@@ -92,12 +93,8 @@ pub fn check_run(
             gb(needed),
             gb(available)
         ),
-    );
-    Err(if location.is_empty() {
-        err
-    } else {
-        err.at(location)
-    })
+    )
+    .at(location))
 }
 
 #[cfg(test)]

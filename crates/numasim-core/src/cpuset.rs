@@ -73,7 +73,6 @@ impl CpuSet {
             .chain(self.0.ones().filter(move |&id| id < start))
     }
 
-    /// Ids as a sorted vector.
     /// The kernel's cpulist form (`/sys/devices/system/node/node0/cpulist`): `"0-3,8"`, or
     /// `"-"` for the empty set.
     pub fn to_cpulist(&self) -> String {
@@ -97,6 +96,7 @@ impl CpuSet {
         }
     }
 
+    /// Ids as a sorted vector.
     pub fn to_vec(&self) -> Vec<usize> {
         self.iter().collect()
     }

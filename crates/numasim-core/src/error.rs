@@ -25,7 +25,8 @@ impl InputError {
         }
     }
 
-    /// The same error, placed at `location` inside the origin.
+    /// The same error, placed at `location` inside the origin (an empty `location` places it
+    /// nowhere: the error prints as `origin: message`).
     #[must_use]
     pub fn at(mut self, location: impl Into<String>) -> Self {
         self.location = location.into();

@@ -117,12 +117,7 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error, path: Option<&str>)
         }
         location.push_str(&format!("key {p}"));
     }
-    let err = InputError::new(origin, message);
-    if location.is_empty() {
-        err
-    } else {
-        err.at(location)
-    }
+    InputError::new(origin, message).at(location)
 }
 
 /// Parses a machine file given as JSON of the same structure (the Python side turns YAML

@@ -263,7 +263,6 @@ pub fn speeds_for(
     Ok(speeds)
 }
 
-/// CPU lists for nodes with the given CPU counts, numbered contiguously node by node.
 /// The largest machine numasim builds: 4 096 nodes (Linux's `MAX_NUMNODES` is at most 1 024;
 /// a 2 000-node synthetic table must still load) and 16 384 CPUs (twice Linux's largest
 /// `NR_CPUS`, 8 192). Beyond them a machine is refused before anything is allocated for it.
@@ -278,19 +277,16 @@ pub fn check_cpu_counts(origin: &str, location: &str, counts: &[usize]) -> Resul
         .try_fold(0usize, |acc, &c| acc.checked_add(c))
         .filter(|&t| t <= MAX_CPUS);
     if total.is_none() {
-        let err = InputError::new(
+        return Err(InputError::new(
             origin,
             format!("the machine would have more than {MAX_CPUS} CPUs, the most numasim builds"),
-        );
-        return Err(if location.is_empty() {
-            err
-        } else {
-            err.at(location)
-        });
+        )
+        .at(location));
     }
     Ok(())
 }
 
+/// CPU lists for nodes with the given CPU counts, numbered contiguously node by node.
 pub fn contiguous_cpus(counts: &[usize]) -> Vec<Vec<CpuId>> {
     let mut next = 0;
     counts
