@@ -48,6 +48,20 @@ def builders() -> list[tuple[str, str, str]]:
     return _core.builders()
 
 
+def read_text(path: Path, what: str, hint: str = "") -> str:
+    """The text of an input file; a file that cannot be read, or is not UTF-8 text, is one
+    InputError line naming it (``what``: "the machine file"; ``hint``: what it should be)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        hint = f" ({hint})" if hint else ""
+        raise InputError(
+            f"{path}: not a text file: byte {e.start} is not valid UTF-8{hint}"
+        ) from None
+
+
 def check_builder(name: str, origin: str = "domains") -> str:
     """``name`` if it is a domain builder; otherwise an InputError naming ``origin``."""
     names = [b[0] for b in builders()]
@@ -96,15 +110,9 @@ class Machine:
 
     @classmethod
     def _from_yaml(cls, path: Path) -> Machine:
+        text = read_text(path, "the machine file", "a machine file is TOML or YAML text")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise InputError(f"{path}: cannot read the machine file: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{path}: not a text file: byte {e.start} is not valid UTF-8 "
-                "(a machine file is TOML or YAML text)"
-            ) from None
+            data = yaml.safe_load(text)
         except RecursionError:
             raise InputError(f"{path}: nested too deeply to be a machine file") from None
         except yaml.YAMLError as e:

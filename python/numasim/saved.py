@@ -22,7 +22,7 @@ from typing import Any
 
 from numasim import _core
 from numasim._core import InputError
-from numasim.machine import Machine
+from numasim.machine import Machine, read_text
 
 FORMAT = 1
 RUN_FILE = "run.json"
@@ -81,14 +81,7 @@ class RunRecord:
             raise InputError(f"{out}: not a directory (numasim run --out DIR saves a run there)")
         texts = {}
         for name in (RUN_FILE, EVENTS_FILE):
-            try:
-                texts[name] = (out / name).read_text()
-            except OSError as e:
-                raise InputError(f"{out / name}: cannot read the saved run: {e.strerror}") from None
-            except UnicodeDecodeError as e:
-                raise InputError(
-                    f"{out / name}: not a text file: byte {e.start} is not valid UTF-8"
-                ) from None
+            texts[name] = read_text(out / name, "the saved run")
         origin = str(out / RUN_FILE)
         try:
             run = json.loads(texts[RUN_FILE])

@@ -11,7 +11,7 @@ import pandas as pd
 
 from numasim import _core
 from numasim._core import InputError
-from numasim.machine import Machine, check_builder
+from numasim.machine import Machine, check_builder, read_text
 
 WORKLOAD_SUFFIXES = {".csv", ".json"}
 
@@ -38,15 +38,7 @@ class Workload:
     def load(cls, path: str | Path) -> Workload:
         """A workload file: ``.csv`` (one row per process) or ``.json``."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise InputError(f"{path}: cannot read the workload file: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{path}: not a text file: byte {e.start} is not valid UTF-8 "
-                "(a workload file is CSV or JSON text)"
-            ) from None
+        text = read_text(path, "the workload file", "a workload file is CSV or JSON text")
         if path.suffix.lower() == ".csv":
             return cls(_core.Workload.from_csv(text, str(path)))
         if path.suffix.lower() == ".json":

@@ -135,9 +135,6 @@ class Store:
                 [(k, canonical(fields), json.dumps(row)) for k, fields, row in runs],
             )
 
-    def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-
 
 def _init(db: sqlite3.Connection, path: Path) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
