@@ -254,6 +254,17 @@ def test_bad_experiment_files(run, tmp_path, change, expected):
     assert r.err == f"numasim: error: {prefix}{expected}\n"
 
 
+def test_an_experiment_file_that_is_not_text_is_one_line(run, tmp_path):
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b'name = "x"\n\xd0\xff\n')
+    r = run("reproduce", binary)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        f"numasim: error: {binary}: not a text file: byte 11 is not valid UTF-8 "
+        "(an experiment file is TOML text)\n"
+    )
+
+
 def test_bad_toml_and_unknown_experiment(run, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("name = \n")

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numasim import _core
 from numasim._core import InputError
-from numasim.machine import check_builder
+from numasim.machine import check_builder, read_text
 from numasim.sim import default_domains
 
 METRICS = (
@@ -137,7 +137,9 @@ def load(name_or_path: str | Path) -> Experiment:
         path = shipped
     origin = str(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(
+            read_text(path, "the experiment file", "an experiment file is TOML text")
+        )
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{origin}: {e}") from None
     return from_dict(data, origin)
