@@ -16,6 +16,20 @@ class Result:
 
 
 @pytest.fixture
+def local_cluster():
+    """``with local_cluster(workers) as cluster``: a Dask cluster of single-threaded worker
+    processes on this machine (the test is skipped where Dask is not installed)."""
+    distributed = pytest.importorskip("distributed")
+
+    def start(workers: int = 2):
+        return distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+
+    return start
+
+
+@pytest.fixture
 def run(capsys):
     def _run(*args: str) -> Result:
         code = main([str(a) for a in args])

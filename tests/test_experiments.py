@@ -158,14 +158,11 @@ def test_kill_9_mid_sweep_then_resume_equals_an_uninterrupted_sweep(run, tmp_pat
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_dask_local_cluster_gives_the_local_results(run, tmp_path):
-    distributed = pytest.importorskip("distributed")
+def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster):
     path = tiny(tmp_path, reps=4)
     local = tmp_path / "local"
     assert run("reproduce", path, "--out", local, "--jobs", "2").code == 0
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
+    with local_cluster() as cluster:
         dask = tmp_path / "dask"
         r = run("reproduce", path, "--out", dask, "--cluster", cluster.scheduler_address)
         assert r.code == 0, r.err

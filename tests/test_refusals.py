@@ -157,7 +157,9 @@ HUGE = 10**9  # passes the spec check (made with n = 1); the workers' memory bud
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("where", ["pool", "dask"])
-def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(run, tmp_path, where):
+def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(
+    run, tmp_path, where, request
+):
     path = tiny(tmp_path, reps=2)
     path.write_text(path.read_text().replace("n = [60, 120]", f"n = [60, {HUGE}]"))
     out = tmp_path / "o"
@@ -166,10 +168,8 @@ def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(run, tmp
         return run("reproduce", path, "--out", out, "--jobs", "1", *extra)
 
     if where == "dask":
-        distributed = pytest.importorskip("distributed")
-        with distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster:
+        # One worker, as --jobs 1: the n = 60 cell finishes before the failing one starts.
+        with request.getfixturevalue("local_cluster")(1) as cluster:
             r = reproduce("--cluster", cluster.scheduler_address)
     else:
         r = reproduce()

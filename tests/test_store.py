@@ -216,13 +216,10 @@ def _grouped(n: int) -> str:
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path):
-    distributed = pytest.importorskip("distributed")
+def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path, local_cluster):
     path = tiny(tmp_path, reps=200)
     out = tmp_path / "dask"
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
+    with local_cluster() as cluster:
         proc = _start(path, out, "--cluster", cluster.scheduler_address)
         err, took = _ctrl_c(proc)
         assert proc.returncode == 130
