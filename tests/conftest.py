@@ -15,13 +15,24 @@ class Result:
     err: str
 
 
+#: What Dask's own start and shutdown may warn about; tolerated only in tests that start one.
+DASK_WARNINGS = ("ignore::DeprecationWarning", "ignore::ResourceWarning", "ignore::UserWarning")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "local_cluster" in getattr(item, "fixturenames", ()):
+            for spec in DASK_WARNINGS:
+                item.add_marker(pytest.mark.filterwarnings(spec))
+
+
 @pytest.fixture
 def local_cluster():
     """``with local_cluster(workers) as cluster``: a Dask cluster of single-threaded worker
     processes on this machine (the test is skipped where Dask is not installed)."""
-    distributed = pytest.importorskip("distributed")
 
     def start(workers: int = 2):
+        distributed = pytest.importorskip("distributed")
         return distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
         )

@@ -155,9 +155,6 @@ def test_kill_9_mid_sweep_then_resume_equals_an_uninterrupted_sweep(run, tmp_pat
     pd.testing.assert_frame_equal(_runs(killed), _runs(full))
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster):
     path = tiny(tmp_path, reps=4)
     local = tmp_path / "local"

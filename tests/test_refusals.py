@@ -153,12 +153,9 @@ def test_a_cluster_address_that_is_not_one_is_refused(run, tmp_path):
 HUGE = 10**9  # passes the spec check (made with n = 1); the workers' memory budget refuses it
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("where", ["pool", "dask"])
 def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(
-    run, tmp_path, where, request
+    run, tmp_path, where, local_cluster
 ):
     path = tiny(tmp_path, reps=2)
     path.write_text(path.read_text().replace("n = [60, 120]", f"n = [60, {HUGE}]"))
@@ -169,7 +166,7 @@ def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(
 
     if where == "dask":
         # One worker, as --jobs 1: the n = 60 cell finishes before the failing one starts.
-        with request.getfixturevalue("local_cluster")(1) as cluster:
+        with local_cluster(1) as cluster:
             r = reproduce("--cluster", cluster.scheduler_address)
     else:
         r = reproduce()

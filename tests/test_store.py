@@ -213,9 +213,6 @@ def _grouped(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
-@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path, local_cluster):
     path = tiny(tmp_path, reps=200)
     out = tmp_path / "dask"
