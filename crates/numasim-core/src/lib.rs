@@ -15,6 +15,7 @@
 //! (`engine/`), balancing policies (`policy/`, one module each) and the Perfetto trace of a
 //! run (`trace`).
 
+pub mod assumptions;
 pub mod bench;
 pub mod budget;
 pub mod cpuset;

@@ -3,7 +3,7 @@
 use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::engine::scene::Scene;
 use numasim_core::engine::{self, EngineConfig, RunResult};
-use numasim_core::policy::capability_aware::CapabilityAware;
+use numasim_core::policy::capability_aware::{CapabilityAware, PlaceScope};
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::policy::{Attempt, BalanceKind, Policy};
 use numasim_core::testutils::{self, Setup};
@@ -81,7 +81,10 @@ fn normal_core_pulls_so_that_speed_weighted_loads_equalise() {
     // capability-aware: k = ⌊(10·1 − 2·2) / (2 + 1)⌋ = 2 at once, and no more: C7 ends with 4
     // of the 12 (a third: 8/2 = 4/1), IO-bound ones first (tail first: p6, p3).
     let mut sc = scene(&s, &placement);
-    let cap = rounds(&mut CapabilityAware::new(&s.ctx()), &mut sc);
+    let cap = rounds(
+        &mut CapabilityAware::new(&s.ctx(), PlaceScope::default()),
+        &mut sc,
+    );
     assert_eq!(cap, vec![vec![6, 3]]);
     assert_eq!((sc.runqueue(0).len(), sc.runqueue(1).len()), (8, 4));
     assert!(cap[0].iter().all(|&p| s.w.processes[p].kind == Kind::Io));
@@ -99,7 +102,7 @@ fn continue_to_completion(p: &mut dyn Policy) -> RunResult {
 fn speed_core_idles_less_under_capability_aware() {
     let (s, _) = c0_c7();
     let plain = continue_to_completion(&mut Linux26::new(&s.ctx()));
-    let cap = continue_to_completion(&mut CapabilityAware::new(&s.ctx()));
+    let cap = continue_to_completion(&mut CapabilityAware::new(&s.ctx(), PlaceScope::default()));
     for r in [&plain, &cap] {
         assert_eq!(r.processes.len(), 12);
         assert_eq!(r.summary.balance.rejected, 0);
@@ -130,7 +133,7 @@ fn with_no_more_tasks_than_speed_cores_only_speed_cores_run_them() {
     let placement = [(0, 4), (1, 4), (2, 5)];
     let sc = scene(&s, &placement);
     let v = sc.view();
-    let mut cap = CapabilityAware::new(&s.ctx());
+    let mut cap = CapabilityAware::new(&s.ctx(), PlaceScope::default());
     // An idle normal core does no balancing (linux26's would pull p1 from C4).
     assert_eq!(cap.balance(&v, 7, 0, BalanceKind::Periodic), None);
     let plain = Linux26::new(&s.ctx()).balance(&v, 7, 0, BalanceKind::Periodic);
@@ -207,4 +210,38 @@ fn threads_of_one_process_stay_on_one_core_class() {
         .filter(|g| g.iter().any(|p| p.fast_cpu_ms > 0.0) && g.iter().any(|p| p.slow_cpu_ms > 0.0))
         .count();
     assert!(split > 0);
+}
+
+#[test]
+fn the_place_option_sets_the_scope_of_a_least_loaded_core() {
+    // Two nodes of two equal cores, two-level domains. Node 0: CPU 0 runs 2, CPU 1 runs 1
+    // (load 3/2); node 1: CPU 2 idle, CPU 3 runs 4 (load 4/2). P7 is placed.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = Workload {
+        processes: (0..8)
+            .map(|p| testutils::process(p, Kind::Cpu, 200))
+            .collect(),
+    };
+    let s = Setup::new(m, Builder::TwoLevel, w);
+    let mut sc = s.scene();
+    for (pid, cpu) in [(0, 0), (1, 0), (2, 1), (3, 3), (4, 3), (5, 3), (6, 3)] {
+        sc.put(pid, cpu, cpu, 0);
+    }
+    sc.at(1_000_000_000);
+    let place = |option: &str, near: usize| {
+        let pairs = [("place", option)];
+        let mut p = CapabilityAware::new(&s.ctx(), PlaceScope::parse("t", &pairs).unwrap());
+        p.place_wakeup(&sc.view(), 7, near).unwrap()
+    };
+    // machine: the idle CPU 2 wherever it slept.
+    assert_eq!((place("machine", 0), place("machine", 2)), (2, 2));
+    // domain: the less loaded node (0), then its least loaded core.
+    assert_eq!((place("domain", 0), place("domain", 2)), (1, 1));
+    // node: the least loaded core of the node it slept on.
+    assert_eq!((place("node", 0), place("node", 2)), (1, 2));
+    let err = PlaceScope::parse("--policy", &[("place", "rack")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--policy: capability-aware option 'place' must be machine, domain or node, not 'rack'"
+    );
 }

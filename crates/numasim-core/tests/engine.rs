@@ -294,3 +294,139 @@ fn the_machine_wide_callback_runs_on_its_period() {
     );
     assert_eq!(r.summary.migrations_by_kind[1], ("push".to_string(), 1));
 }
+
+/// Places every process on CPU `place`; balances once, on CPU `place` at `at_ns`, examining
+/// `rqs` runqueues and moving nothing (a pure balancing stall of `rqs` µs).
+struct StallOnce {
+    place: usize,
+    at_ns: u64,
+    rqs: u32,
+    done: bool,
+}
+
+impl policy::Policy for StallOnce {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn place_new(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+        Some(self.place)
+    }
+    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &engine::View<'_>, cpu: usize) -> Option<u64> {
+        (cpu == self.place && !self.done).then_some(self.at_ns)
+    }
+    fn balance(
+        &mut self,
+        _: &engine::View<'_>,
+        cpu: usize,
+        level: usize,
+        kind: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        if self.done || cpu != self.place || level != 0 || kind != policy::BalanceKind::Periodic {
+            return None;
+        }
+        self.done = true;
+        Some(policy::Attempt {
+            rqs_examined: self.rqs,
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+fn with(assume: &str) -> EngineConfig {
+    EngineConfig {
+        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
+        ..EngineConfig::default()
+    }
+}
+
+#[test]
+fn memory_parent_leaves_a_placed_child_s_pages_on_its_parent_s_node() {
+    // Two nodes of one CPU at distance 20; a 100 ms process (m = 0.5) created on CPU 0 and
+    // placed on CPU 1 before it runs.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = Workload {
+        processes: vec![proc(0, 0, 100, 0, 0.5)],
+    };
+    let run = |assume: &str| {
+        let mut p = StallOnce {
+            place: 1,
+            at_ns: 0,
+            rqs: 0,
+            done: true,
+        };
+        engine::run(&m, &d, &w, &mut p, &with(assume)).unwrap()
+    };
+    // first-run: pages first touched on node 1 where it runs: all local, 100 ms.
+    let r = run("memory=first-run");
+    assert_eq!(
+        (r.processes[0].origin_cpu, r.processes[0].turnaround_ms),
+        (1, 100.0)
+    );
+    // parent: pages on node 0 (its parent's), L = 2, rate 1/1.5: 150 ms; its origin is CPU 0,
+    // and it ran all its life away from it.
+    let r = run("memory=parent");
+    let p = &r.processes[0];
+    assert_eq!(p.origin_cpu, 0);
+    // (event times are whole ns, rounded up: 1 ns over)
+    assert!(
+        (p.turnaround_ms - 150.0).abs() <= 1e-6,
+        "{}",
+        p.turnaround_ms
+    );
+    assert!((p.remote_factor - 2.0).abs() < 1e-12);
+    assert_eq!(r.summary.far_from_origin, 1);
+}
+
+#[test]
+fn slice_work_gives_a_balancing_stall_back_to_the_running_slice() {
+    // One CPU runs two 100 ms processes (the 100 ms slice is exactly one process); at 50 ms a
+    // balancing attempt examines 1 000 runqueues: a 1 ms stall of P0.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = Workload {
+        processes: vec![proc(0, 0, 100, 0, 0.0), proc(1, 0, 100, 0, 0.0)],
+    };
+    let run = |assume: &str| {
+        let mut p = StallOnce {
+            place: 0,
+            at_ns: 50_000_000,
+            rqs: 1000,
+            done: false,
+        };
+        let r = engine::run(&m, &d, &w, &mut p, &with(assume)).unwrap();
+        assert!((r.summary.balance.cost_ms - 1.0).abs() < 1e-12);
+        tat(&r)
+    };
+    // wall: P0's slice ends at 100 ms with 99 ms done; P1 runs 100-200; P0 ends 200-201.
+    assert_eq!(run("slice=wall"), vec![201.0, 200.0]);
+    // work: the 1 ms is given back, P0 finishes at 101 ms inside its slice; P1 runs 101-201.
+    assert_eq!(run("slice=work"), vec![101.0, 201.0]);
+}
+
+#[test]
+fn wake_idlest_places_a_waking_process_as_a_new_one() {
+    // Two nodes of two CPUs; CPUs 0 and 1 (node 0) each run a process, node 1 is idle. P2
+    // slept on CPU 0.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = Workload {
+        processes: (0..3).map(|p| proc(p, 0, 100, 0, 0.5)).collect(),
+    };
+    let woken_on = |assume: &str| {
+        let mut s = testutils::Setup::new(m.clone(), Builder::TwoLevel, w.clone());
+        s.config = with(assume);
+        let mut p = policy::by_name("linux26", &s.ctx()).unwrap();
+        let mut sc = s.scene();
+        sc.put(0, 0, 0, 0).put(1, 1, 1, 0).at(1_000_000_000);
+        p.place_wakeup(&sc.view(), 2, 0).unwrap()
+    };
+    // 2.6.18 try_to_wake_up: where it slept.
+    assert_eq!(woken_on("wake=previous"), 0);
+    // The papers: the least loaded group (node 1), then sched_balance_self's walk down from
+    // CPU 2: at node level the other, equally idle group wins (find_idlest_group returns it
+    // unless this group is 12 % less loaded: 0 < 0 is false), so CPU 3.
+    assert_eq!(woken_on("wake=idlest"), 3);
+}

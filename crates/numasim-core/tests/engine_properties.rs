@@ -18,10 +18,31 @@ const POLICIES: [&str; 5] = [
     "origin-aware:v2=off,min-load=1.5",
 ];
 
+/// Each pair of values of any two assumptions appears in one of these.
+const ASSUMPTIONS: [&str; 4] = [
+    "memory=first-run,slice=wall,wake=previous",
+    "memory=first-run,slice=work,wake=idlest",
+    "memory=parent,slice=wall,wake=idlest",
+    "memory=parent,slice=work,wake=previous",
+];
+
 fn run(m: &Machine, b: Builder, policy: &str, spec: &str, seed: u64, trace: bool) -> RunResult {
+    run_assuming(m, b, policy, spec, seed, trace, ASSUMPTIONS[0])
+}
+
+fn run_assuming(
+    m: &Machine,
+    b: Builder,
+    policy: &str,
+    spec: &str,
+    seed: u64,
+    trace: bool,
+    assume: &str,
+) -> RunResult {
     let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig {
         record_trace: trace,
+        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
         ..EngineConfig::default()
     };
     let w = WorkloadSpec::parse("w", spec)
@@ -62,9 +83,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000) {
+    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
         let (builder, policy) = (Builder::ALL[b], POLICIES[pi]);
-        let r = run(&m, builder, policy, &spec, seed, true);
+        let r = run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]);
         // Every process completes exactly once, and did all its work.
         prop_assert_eq!(r.processes.len(), r.summary.processes);
         for p in &r.processes {
@@ -93,7 +114,7 @@ proptest! {
         }
         prop_assert_eq!(r.summary.balance.rejected, 0);
         // Same seed, same result.
-        prop_assert_eq!(&r, &run(&m, builder, policy, &spec, seed, true));
+        prop_assert_eq!(&r, &run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]));
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use numasim_core::assumptions::{Assumptions, Registry};
 use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::engine::EngineConfig;
 use numasim_core::machine::{file, sysfs};
@@ -220,7 +221,7 @@ impl Workload {
 
 /// Runs `workload` on `machine` with `policy` over `builder` domains; the result as JSON text.
 #[pyfunction]
-#[pyo3(signature = (machine, workload, policy, builder, record_trace=false))]
+#[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume=""))]
 fn simulate(
     py: Python<'_>,
     machine: &Machine,
@@ -228,11 +229,13 @@ fn simulate(
     policy: &str,
     builder: &str,
     record_trace: bool,
+    assume: &str,
 ) -> PyResult<String> {
     let b: Builder = builder.parse().map_err(input_err)?;
     let (m, w) = (&machine.inner, &workload.inner);
     let config = EngineConfig {
         record_trace,
+        assumptions: Assumptions::parse("assumptions", assume).map_err(input_err)?,
         ..EngineConfig::default()
     };
     py.detach(|| {
@@ -335,6 +338,21 @@ fn check_policy(origin: &str, spec: &str) -> PyResult<String> {
 }
 
 /// Names of the migration kinds, in the order of `migrations_by_kind`.
+/// The modelling-assumption registry (data/assumptions.toml) as JSON text.
+#[pyfunction]
+fn assumptions_registry() -> String {
+    serde_json::to_string(Registry::get()).expect("serialisable")
+}
+
+/// The resolved setting of `setting` (`paper`, `linux,slice=work`, ...) as `[(name, value)]`
+/// in registry order; errors name `origin`.
+#[pyfunction]
+fn resolve_assumptions(origin: &str, setting: &str) -> PyResult<Vec<(&'static str, &'static str)>> {
+    Ok(Assumptions::parse(origin, setting)
+        .map_err(input_err)?
+        .pairs())
+}
+
 #[pyfunction]
 fn migration_kinds() -> Vec<&'static str> {
     numasim_core::engine::metrics::migration_kind_names()
@@ -359,6 +377,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(bench_run, m)?)?;
     m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(assumptions_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_assumptions, m)?)?;
     m.add_function(wrap_pyfunction!(chrome_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_problems, m)?)?;
     m.add_function(wrap_pyfunction!(utilisation_timeline, m)?)?;

@@ -38,6 +38,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64;
 
+use crate::assumptions::{Assumptions, Memory, SliceCharge};
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::machine::{CpuId, Machine};
@@ -65,6 +66,9 @@ pub struct EngineConfig {
     pub cost_per_migration_ns: u64,
     /// Record every running interval (for traces and invariant checks).
     pub record_trace: bool,
+    /// The modelling assumptions (SPEC §10; `crate::assumptions`): where memory and origin are,
+    /// what uses up a slice.
+    pub assumptions: Assumptions,
 }
 
 /// One running interval of a process on a CPU.
@@ -103,6 +107,7 @@ impl Default for EngineConfig {
             cost_per_task_ns: 200,
             cost_per_migration_ns: 5_000,
             record_trace: false,
+            assumptions: Assumptions::default(),
         }
     }
 }
@@ -593,12 +598,13 @@ impl<'a> State<'a> {
         self.cpus[cpu].acct_ns = now;
         if self.procs[pid].first_run_ns.is_none() {
             self.procs[pid].first_run_ns = Some(now);
-            self.procs[pid].origin_cpu = Some(cpu);
-            let node = policy.first_touch_node(&self.view(), pid, cpu);
+            // `memory=parent` set the origin at creation (`place`); `first-run` sets it here.
+            let origin = *self.procs[pid].origin_cpu.get_or_insert(cpu);
+            let node = policy.first_touch_node(&self.view(), pid, origin);
             let node = if node < self.machine.nodes() {
                 node
             } else {
-                self.machine.cpu_node(cpu)
+                self.machine.cpu_node(origin)
             };
             self.first_touch(pid, node);
         }
@@ -620,6 +626,10 @@ impl<'a> State<'a> {
     fn place(&mut self, pid: Pid, cpu: CpuId) {
         if self.procs[pid].first_run_ns.is_none() {
             let spawn = self.workload.processes[pid].spawn_cpu as usize;
+            if self.config.assumptions.memory == Memory::Parent {
+                // Created on its parent's CPU: its memory and origin are there (SPEC §10).
+                self.procs[pid].origin_cpu = Some(spawn);
+            }
             if cpu != spawn {
                 // Placement is where the process first runs, so it pays no cache refill.
                 let level = self.level_of(spawn, cpu);
@@ -760,6 +770,13 @@ impl<'a> State<'a> {
         }
         if let Some(cpu) = cpu {
             self.cpus[cpu].balance_ns += cost;
+            if self.config.assumptions.slice == SliceCharge::Work {
+                if let Some(pid) = self.cpus[cpu].current {
+                    // The stall is wall time of the running slice: give it back (`slice=work`).
+                    self.advance(cpu);
+                    self.procs[pid].slice_left_ns += cost;
+                }
+            }
             self.stall(cpu, cost);
         }
         if !attempt.pages.is_empty() {

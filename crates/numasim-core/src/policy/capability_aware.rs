@@ -8,8 +8,10 @@
 //!   timers   = linux26's per-level intervals, busy_factor and back-off (rule 6)
 //! ```
 //!
-//! 1. Placement (fork, exec and wake-up): the CPU with the least load after placement,
-//!    `(nr_running + 1) / speed`; ties go to the CPU with fewer tasks (an idle core before a
+//! 1. Placement (fork, exec and wake-up): in the scope of option `place` — `machine` (every
+//!    core, the default), `domain` (the least loaded group of the top domain level of the
+//!    parent's or previous CPU, by speed-adjusted load) or `node` (that CPU's node) — the CPU
+//!    with the least load after placement, `(nr_running + 1) / speed`; ties go to the CPU with fewer tasks (an idle core before a
 //!    shared faster one), then to a speed core, then to the parent's (or previous) CPU, then to
 //!    the lowest id. A thread whose group already has a class (2.) is placed on
 //!    that class only.
@@ -42,13 +44,59 @@ use std::collections::BTreeMap;
 
 use crate::domains::sd;
 use crate::engine::{PolicyContext, View};
+use crate::error::InputError;
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
 use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 use crate::workload::Kind;
 
+/// Where placement (fork, exec, wake-up) looks for "a least loaded core" (option `place`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlaceScope {
+    /// Every core of the machine.
+    #[default]
+    Machine,
+    /// The least loaded group of the top domain level of the parent's (or previous) CPU, by
+    /// speed-adjusted load, then its least loaded core: the paper's §1.1 (ii) description of
+    /// Linux's placement ("the least loaded processor of the least loaded scheduling group
+    /// (node) in its current domain").
+    Domain,
+    /// The cores of the parent's (or previous) CPU's node.
+    Node,
+}
+
+impl PlaceScope {
+    /// Parses the `place` option; `origin` names the setting in errors.
+    pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
+        let mut scope = Self::default();
+        for &(key, value) in pairs {
+            if key != "place" {
+                return Err(InputError::new(
+                    origin,
+                    format!("unknown capability-aware option '{key}'; the option is place"),
+                ));
+            }
+            scope = match value {
+                "machine" => Self::Machine,
+                "domain" => Self::Domain,
+                "node" => Self::Node,
+                _ => {
+                    return Err(InputError::new(
+                        origin,
+                        format!(
+                            "capability-aware option 'place' must be machine, domain or node, not '{value}'"
+                        ),
+                    ))
+                }
+            };
+        }
+        Ok(scope)
+    }
+}
+
 /// The capability-aware balancer.
 pub struct CapabilityAware {
+    scope: PlaceScope,
     timers: Linux26,
     fast: Vec<bool>,
     speed_cores: usize,
@@ -61,11 +109,12 @@ fn load(v: &View<'_>, c: CpuId, extra: i64) -> f64 {
 }
 
 impl CapabilityAware {
-    pub fn new(ctx: &PolicyContext<'_>) -> Self {
+    pub fn new(ctx: &PolicyContext<'_>, scope: PlaceScope) -> Self {
         let fast: Vec<bool> = (0..ctx.machine.cpus())
             .map(|c| ctx.machine.speed(c) > 1.0)
             .collect();
         Self {
+            scope,
             timers: Linux26::new(ctx),
             speed_cores: fast.iter().filter(|&&f| f).count(),
             fast,
@@ -87,8 +136,40 @@ impl CapabilityAware {
     /// Rule 1.
     fn place(&mut self, v: &View<'_>, pid: Pid, near: CpuId) -> CpuId {
         let class = self.class_of(v, pid);
-        let best = (0..v.machine.cpus())
-            .filter(|&c| class.is_none_or(|f| f == self.fast[c]))
+        let allowed = |c: CpuId| class.is_none_or(|f| f == self.fast[c]);
+        let scope: Vec<CpuId> = match self.scope {
+            PlaceScope::Machine => (0..v.machine.cpus()).collect(),
+            PlaceScope::Node => v.machine.node_cpus(v.machine.cpu_node(near)).to_vec(),
+            PlaceScope::Domain => match v.domains.cpus[near].last() {
+                None => vec![near],
+                Some(top) => {
+                    let group_load = |g: &crate::Group| {
+                        let cpus = || g.span.iter().filter(|&c| allowed(c));
+                        let speed: f64 = cpus().map(|c| v.machine.speed(c)).sum();
+                        let tasks: usize = cpus().map(|c| v.nr_running(c)).sum();
+                        if speed > 0.0 {
+                            tasks as f64 / speed
+                        } else {
+                            f64::INFINITY
+                        }
+                    };
+                    // Ties: the group holding `near`, then the first.
+                    let g = top
+                        .groups
+                        .iter()
+                        .min_by(|a, b| {
+                            group_load(a)
+                                .total_cmp(&group_load(b))
+                                .then(b.span.contains(near).cmp(&a.span.contains(near)))
+                        })
+                        .expect("a level has groups");
+                    g.span.iter().collect()
+                }
+            },
+        };
+        let best = scope
+            .into_iter()
+            .filter(|&c| allowed(c))
             .min_by(|&a, &b| {
                 load(v, a, 1)
                     .total_cmp(&load(v, b, 1))

@@ -32,6 +32,8 @@
 //!    below this one (`100 + (imbalance_pct − 100) / 2`), then its idlest CPU, then down.
 //! 7. `try_to_wake_up`: an IO completion is handled on the CPU that issued the IO (the waker), so
 //!    the task wakes where it slept (`cpu == this_cpu`); wake-affine never needs to move it.
+//!    That is the `wake=previous` modelling assumption; under `wake=idlest` (the papers'
+//!    description of Linux) a waking task is placed as a new one is, by rule 6 from where it slept.
 //!
 //! Choices where the model is coarser than the kernel (documented in docs/policies/linux26.md):
 //! one priority array (no expired array, no interactivity bonus, no preemption on wake-up); a
@@ -39,6 +41,7 @@
 //! one (it sees the same state); migrations by a CPU balancing while idle are counted as `idle`,
 //! by a busy one as `pull`.
 
+use crate::assumptions::Wake;
 use crate::domains::{sd, Level, LevelParams};
 use crate::engine::{PolicyContext, View, NICE_0_LOAD};
 use crate::machine::CpuId;
@@ -89,6 +92,8 @@ pub struct Linux26 {
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
     rank: Option<TaskRank>,
+    /// Where a waking process goes (the `wake` modelling assumption).
+    wake: Wake,
 }
 
 impl Linux26 {
@@ -112,6 +117,7 @@ impl Linux26 {
         Self {
             sd,
             tick_ns: ctx.config.tick_ns,
+            wake: ctx.config.assumptions.wake,
             rank: None,
         }
     }
@@ -528,8 +534,12 @@ impl Policy for Linux26 {
         Some(self.balance_self(view, spawn_cpu, sd::BALANCE_FORK))
     }
 
-    fn place_wakeup(&mut self, _view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
-        Some(prev_cpu)
+    fn place_wakeup(&mut self, view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
+        Some(match self.wake {
+            Wake::Previous => prev_cpu,
+            // The papers' reading (`wake=idlest`): placed as a new process, from where it slept.
+            Wake::Idlest => self.balance_self(view, prev_cpu, sd::BALANCE_FORK),
+        })
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {

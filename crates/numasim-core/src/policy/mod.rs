@@ -130,8 +130,9 @@ pub trait Policy: Send {
     /// Where a waking process is enqueued, given the CPU it last ran on; `None` holds it.
     fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId>;
 
-    /// The node that receives a thread's first-touch pages when it first runs on `cpu`
-    /// (default: the node of `cpu`; a policy may concentrate them on a home node).
+    /// The node that receives a thread's first-touch pages, given its origin CPU `cpu` (where
+    /// it first runs, or its parent's CPU under `memory=parent`; default: the node of `cpu`; a
+    /// policy may concentrate them on a home node).
     fn first_touch_node(&mut self, view: &View<'_>, _pid: Pid, cpu: CpuId) -> usize {
         view.machine.cpu_node(cpu)
     }
@@ -205,7 +206,8 @@ pub const POLICIES: [PolicyInfo; 3] = [
     PolicyInfo {
         name: "capability-aware",
         description: "speed-weighted loads on fast/slow cores: moves in proportion to speed, \
-                      CPU-bound work to speed cores, free speed cores balance, threads on one class",
+                      CPU-bound work to speed cores, free speed cores balance, threads on one \
+                      class; option place (machine, domain, node)",
         reference: "Mehta & Kanungo, capability-aware load balancing for asymmetric multicore \
                     (AMC) systems",
         default_domains: "two-level",
@@ -230,7 +232,7 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
 enum Spec {
     Linux26,
     OriginAware(origin_aware::Options),
-    CapabilityAware,
+    CapabilityAware(capability_aware::PlaceScope),
 }
 
 fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
@@ -257,7 +259,9 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
     match name {
         "linux26" => no_options(name).map(|()| Spec::Linux26),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
-        "capability-aware" => no_options(name).map(|()| Spec::CapabilityAware),
+        "capability-aware" => {
+            capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
+        }
         _ => {
             let names: Vec<_> = POLICIES.iter().map(|p| p.name).collect();
             Err(InputError::new(
@@ -289,6 +293,8 @@ pub fn by_name(
     Ok(match parse("--policy", spec)? {
         Spec::Linux26 => Box::new(linux26::Linux26::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
-        Spec::CapabilityAware => Box::new(capability_aware::CapabilityAware::new(ctx)),
+        Spec::CapabilityAware(scope) => {
+            Box::new(capability_aware::CapabilityAware::new(ctx, scope))
+        }
     })
 }

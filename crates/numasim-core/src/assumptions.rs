@@ -1,0 +1,325 @@
+//! Modelling assumptions (SPEC §10): the named choices where the papers' simulators and the
+//! kernel differ. The registry — names, descriptions, values, and each profile's value with its
+//! source — is the data file `data/assumptions.toml`; this module parses it once and turns a
+//! setting such as `paper`, `linux,slice=work` or `memory=parent` into [`Assumptions`].
+//!
+//! ```text
+//!   setting = item ("," item)*        item = PROFILE | NAME=VALUE
+//!   profiles: linux (the kernel), paper (the papers' text)
+//!   memory  = first-run | parent      where a process's pages and origin are
+//!   slice   = wall | work             whether balancing stalls use up the running slice
+//!   wake    = previous | idlest           where the Linux baseline wakes a process
+//! ```
+//!
+//! 1. Start from the `linux` profile (numasim's behaviour before assumptions were named).
+//! 2. Apply the items left to right: a profile sets every assumption to its value, `NAME=VALUE`
+//!    sets one. An unknown name or value, or one named twice, is an [`InputError`].
+//! 3. [`Assumptions::pairs`] gives the full, resolved setting in registry order: what stored
+//!    results are keyed by and what every table prints.
+
+use std::sync::OnceLock;
+
+use crate::error::InputError;
+
+/// The registry file, as shipped.
+pub const REGISTRY_TOML: &str = include_str!("../data/assumptions.toml");
+
+/// One assumption of the registry.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub name: String,
+    pub description: String,
+    /// Value name → what it means, in the order of the file.
+    pub values: OrderedMap,
+    pub linux: ProfileValue,
+    pub paper: ProfileValue,
+}
+
+/// A profile's value of one assumption and why.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileValue {
+    pub value: String,
+    pub source: String,
+}
+
+/// The registry file.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registry {
+    /// Profile name → description.
+    pub profiles: OrderedMap,
+    pub assumption: Vec<Entry>,
+}
+
+/// Name → text, in the order of the file (serde_json's `preserve_order` map).
+pub type OrderedMap = serde_json::Map<String, serde_json::Value>;
+
+/// The profiles, in the order `numasim list assumptions` shows them.
+pub const PROFILES: [&str; 2] = ["linux", "paper"];
+
+/// The assumptions, in registry order (the test below holds the file to it).
+pub const NAMES: [&str; 3] = ["memory", "slice", "wake"];
+
+impl Registry {
+    /// The parsed registry (checked by the tests below; the file ships with the crate).
+    pub fn get() -> &'static Registry {
+        static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        REGISTRY.get_or_init(|| toml::from_str(REGISTRY_TOML).expect("data/assumptions.toml"))
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        self.assumption.iter().find(|e| e.name == name)
+    }
+}
+
+impl Entry {
+    /// A profile's value (`profile` is one of [`PROFILES`]).
+    pub fn of(&self, profile: &str) -> &ProfileValue {
+        if profile == "paper" {
+            &self.paper
+        } else {
+            &self.linux
+        }
+    }
+}
+
+/// Where a process's memory lives, and so its origin CPU and node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Memory {
+    /// The CPU it first runs on (after fork/exec placement).
+    #[default]
+    FirstRun,
+    /// Its parent's CPU, where it was created (its spawn CPU).
+    Parent,
+}
+
+/// What uses up the running process's timeslice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SliceCharge {
+    /// Every tick it holds the CPU, balancing stalls included (2.6.18 `scheduler_tick`).
+    #[default]
+    Wall,
+    /// Only its own running: a balancing stall of its CPU is given back to its slice.
+    Work,
+}
+
+/// Where the Linux baseline wakes a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wake {
+    /// On the CPU it slept on.
+    #[default]
+    Previous,
+    /// Placed as a new process is (`sched_balance_self` from the CPU it slept on).
+    Idlest,
+}
+
+/// A full, resolved set of modelling assumptions. `Default` is the `linux` profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Assumptions {
+    pub memory: Memory,
+    pub slice: SliceCharge,
+    pub wake: Wake,
+}
+
+impl Assumptions {
+    /// Parses a setting (`paper`, `linux,slice=work`, `memory=parent`, or empty for `linux`);
+    /// errors name `origin` (e.g. `--assume`).
+    pub fn parse(origin: &str, setting: &str) -> Result<Self, InputError> {
+        let mut out = Self::default();
+        let mut named: Vec<&str> = Vec::new();
+        for item in setting.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item.split_once('=') {
+                None => {
+                    if !PROFILES.contains(&item) {
+                        return Err(InputError::new(
+                            origin,
+                            format!(
+                                "unknown profile or assumption '{item}'; profiles are {}, \
+                                 assumptions are NAME=VALUE with NAME one of {}",
+                                PROFILES.join(", "),
+                                NAMES.join(", ")
+                            ),
+                        ));
+                    }
+                    for e in &Registry::get().assumption {
+                        out.set(origin, &e.name, &e.of(item).value)?;
+                    }
+                }
+                Some((name, value)) => {
+                    let name = name.trim();
+                    if named.contains(&name) {
+                        return Err(InputError::new(
+                            origin,
+                            format!("assumption '{name}' is given twice"),
+                        ));
+                    }
+                    named.push(name);
+                    out.set(origin, name, value.trim())?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sets one assumption by name and value name.
+    pub fn set(&mut self, origin: &str, name: &str, value: &str) -> Result<(), InputError> {
+        let Some(entry) = Registry::get().entry(name) else {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "unknown assumption '{name}'; choose one of {}",
+                    NAMES.join(", ")
+                ),
+            ));
+        };
+        let bad = || {
+            let values: Vec<&str> = entry.values.keys().map(String::as_str).collect();
+            InputError::new(
+                origin,
+                format!(
+                    "assumption {name}: unknown value '{value}'; choose one of {}",
+                    values.join(", ")
+                ),
+            )
+        };
+        match name {
+            "memory" => {
+                self.memory = match value {
+                    "first-run" => Memory::FirstRun,
+                    "parent" => Memory::Parent,
+                    _ => return Err(bad()),
+                }
+            }
+            "slice" => {
+                self.slice = match value {
+                    "wall" => SliceCharge::Wall,
+                    "work" => SliceCharge::Work,
+                    _ => return Err(bad()),
+                }
+            }
+            "wake" => {
+                self.wake = match value {
+                    "previous" => Wake::Previous,
+                    "idlest" => Wake::Idlest,
+                    _ => return Err(bad()),
+                }
+            }
+            _ => unreachable!("every registry entry has a field (tested)"),
+        }
+        Ok(())
+    }
+
+    /// The value name of one assumption.
+    pub fn value(&self, name: &str) -> &'static str {
+        match name {
+            "memory" => match self.memory {
+                Memory::FirstRun => "first-run",
+                Memory::Parent => "parent",
+            },
+            "slice" => match self.slice {
+                SliceCharge::Wall => "wall",
+                SliceCharge::Work => "work",
+            },
+            "wake" => match self.wake {
+                Wake::Previous => "previous",
+                Wake::Idlest => "idlest",
+            },
+            _ => panic!("unknown assumption {name}"),
+        }
+    }
+
+    /// Every assumption with its value, in registry order.
+    pub fn pairs(&self) -> Vec<(&'static str, &'static str)> {
+        NAMES.iter().map(|&n| (n, self.value(n))).collect()
+    }
+
+    /// The canonical setting text: `memory=first-run,slice=wall`.
+    pub fn setting(&self) -> String {
+        self.pairs()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The profile whose values these are exactly, if any.
+    pub fn profile(&self) -> Option<&'static str> {
+        PROFILES
+            .into_iter()
+            .find(|p| Self::parse("profile", p).as_ref() == Ok(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registry_value_parses_and_prints_back() {
+        let names: Vec<&str> = Registry::get()
+            .assumption
+            .iter()
+            .map(|e| &*e.name)
+            .collect();
+        assert_eq!(names, NAMES);
+        for e in &Registry::get().assumption {
+            assert!(
+                !e.description.is_empty() && !e.values.is_empty(),
+                "{}",
+                e.name
+            );
+            for value in e.values.keys() {
+                let a = Assumptions::parse("t", &format!("{}={value}", e.name)).unwrap();
+                assert_eq!(a.value(&e.name), value);
+            }
+            for p in PROFILES {
+                let pv = e.of(p);
+                assert!(e.values.contains_key(&pv.value), "{} {p}", e.name);
+                assert!(pv.source.len() > 40, "{} {p}: a source, not a word", e.name);
+            }
+        }
+    }
+
+    #[test]
+    fn linux_is_the_default_and_profiles_differ() {
+        let linux = Assumptions::parse("t", "linux").unwrap();
+        assert_eq!(linux, Assumptions::default());
+        assert_eq!(Assumptions::parse("t", "").unwrap(), linux);
+        let paper = Assumptions::parse("t", "paper").unwrap();
+        assert_eq!(paper.memory, Memory::Parent);
+        assert_eq!(paper.slice, SliceCharge::Work);
+        assert_eq!(paper.profile(), Some("paper"));
+        assert_eq!(linux.profile(), Some("linux"));
+        assert_eq!(paper.wake, Wake::Idlest);
+        assert_eq!(paper.setting(), "memory=parent,slice=work,wake=idlest");
+    }
+
+    #[test]
+    fn items_apply_left_to_right() {
+        let a = Assumptions::parse("t", "paper, slice=wall").unwrap();
+        assert_eq!((a.memory, a.slice), (Memory::Parent, SliceCharge::Wall));
+        assert_eq!(a.profile(), None);
+        let b = Assumptions::parse("t", "memory=parent,linux").unwrap();
+        assert_eq!(b, Assumptions::default());
+    }
+
+    #[test]
+    fn bad_settings_name_the_problem() {
+        let err = |s: &str| Assumptions::parse("--assume", s).unwrap_err().to_string();
+        assert_eq!(
+            err("memory=home"),
+            "--assume: assumption memory: unknown value 'home'; choose one of first-run, parent"
+        );
+        assert_eq!(
+            err("colour=red"),
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake"
+        );
+        assert!(err("kernel").starts_with("--assume: unknown profile or assumption 'kernel'"));
+        assert_eq!(
+            err("slice=work,slice=wall"),
+            "--assume: assumption 'slice' is given twice"
+        );
+    }
+}
