@@ -171,8 +171,9 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
     [
         (
             ("seed = 7", "seed = 7\ncolour = 1"),
-            "unknown key 'colour'; allowed: baseline, confidence, machines, metric, name, notes, "
-            "policies, replications, seed, source, sweep, title, workload",
+            "unknown key 'colour'; allowed: assumptions, baseline, confidence, machines, metric, "
+            "name, notes, policies, profile, reference, replications, seed, source, sweep, title, "
+            "workload",
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),

@@ -17,6 +17,8 @@ import click
 
 from numasim import _core
 from numasim._core import InputError
+from numasim.assumptions import listing as assumptions_listing
+from numasim.assumptions import resolve as resolve_assumptions
 from numasim.experiment import Interrupted
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
@@ -119,6 +121,12 @@ def topology(
     default=None,
     help="CPUs per node, for a plain distance-table file (presets and machine files fix it).",
 )
+@click.option(
+    "--assume",
+    default=None,
+    help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items, e.g. "
+    "paper or memory=parent,slice=work (numasim list assumptions; default: linux).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
 @click.option("--trace", "trace_file", default=None, help="Write a Perfetto/Chrome trace JSON.")
@@ -133,6 +141,7 @@ def run(
     builder: str | None,
     seed: int,
     cpus_per_node: int | None,
+    assume: str | None,
     as_json: bool,
     out: str | None,
     trace_file: str | None,
@@ -158,7 +167,8 @@ def run(
     builder = check_builder(builder, "--domains") if builder else default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
-    result = simulate(m, workload, policy=policy, domains=builder, trace=traced)
+    result = simulate(m, workload, policy=policy, domains=builder, trace=traced,
+                      assume=_assume(assume))  # fmt: skip
     record = RunRecord.of(m, policy, builder, workload_spec, seed, result)
     written = []
     if out:
@@ -178,6 +188,13 @@ def run(
         click.echo(process_traces(m, result.raw, n_traces))
     if written:
         click.echo(f"wrote {', '.join(written)}")
+
+
+def _assume(setting: str | None) -> str | None:
+    """``--assume`` checked here, so its errors name the option."""
+    if setting is not None:
+        resolve_assumptions(setting, "--assume")
+    return setting
 
 
 def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[str]:
@@ -547,6 +564,12 @@ def list_experiments() -> None:
     from numasim.experiment import list_experiments as items
 
     _echo_listing([(e.name, e.title, f"source: {e.source}") for e in items()])
+
+
+@list_.command(name="assumptions")
+def list_assumptions() -> None:
+    """Modelling assumptions: each one's values, the profiles' values and their sources."""
+    click.echo(assumptions_listing())
 
 
 @list_.command(name="builders")

@@ -99,6 +99,50 @@ class Experiment:
     origin: str = "experiment"
     #: The metric of the table, the gains and the figures (a key of METRIC_LABELS).
     metric: str = "mean_tat_ms"
+    #: The profile the experiment runs under by default (SPEC §10).
+    profile: str = "linux"
+    #: Values the file sets on top of its profile: name → (value, the paper's sentence).
+    set_assumptions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: ``--assume`` given to this run of the experiment, if any.
+    assume: str | None = None
+    #: The paper's published numbers (``[reference]``), if the file carries them.
+    reference: Reference | None = None
+
+    @property
+    def assumptions(self) -> dict[str, str]:
+        """The resolved assumptions this run of the experiment is made under: the profile,
+        the file's values, then ``--assume`` items left to right (a profile item starts over
+        from that profile, with the file's values when it is the experiment's own)."""
+        from numasim import assumptions as a
+
+        own = [f"{k}={v}" for k, (v, _) in self.set_assumptions.items()]
+        items = [self.profile, *own]
+        for item in (i.strip() for i in (self.assume or "").split(",")):
+            if not item:
+                continue
+            if item in a.PROFILES:
+                items = [item, *(own if item == self.profile else [])]
+            else:
+                items.append(item)
+        return a.resolve(",".join(items), "--assume" if self.assume else self.origin)
+
+    def assumption_sources(self) -> list[tuple[str, str, str]]:
+        """``(name, value, why)`` for every assumption of this run: the file's sentence for
+        the values it sets, the registry's source for a profile's value, else ``--assume``."""
+        from numasim import assumptions as a
+
+        out = []
+        for name, value in self.assumptions.items():
+            entry = a.entry(name)
+            if name in self.set_assumptions and self.set_assumptions[name][0] == value:
+                why = self.set_assumptions[name][1]
+            elif any(entry[p]["value"] == value for p in a.PROFILES):
+                p = next(p for p in a.PROFILES if entry[p]["value"] == value)
+                why = f"{p} profile: {entry[p]['source']}"
+            else:
+                why = "--assume"
+            out.append((name, value, why))
+        return out
 
     @property
     def variants(self) -> list[Variant]:
@@ -158,6 +202,32 @@ class _Sweep(_Strict):
     n: list[Annotated[int, Field(gt=0)]] = Field(min_length=1)
 
 
+class _AssumptionEntry(_Strict):
+    value: str
+    #: The paper's sentence (or the kernel function) that justifies the value.
+    source: str = Field(min_length=1)
+
+
+class _ReferenceRow(_Strict):
+    workload: str
+    n: int = Field(gt=0)
+    baseline: float | None = None
+    policy: float | None = None
+    gain_pct: float | None = None
+
+
+class _Reference(_Strict):
+    #: Where the numbers are printed: table or section (and page, when the copy has pages).
+    source: str = Field(min_length=1)
+    #: The compared variant (a label of ``policies``) the numbers belong to; default the first.
+    policy: str = ""
+    rows: list[_ReferenceRow] = []
+    #: A single published figure instead of rows: the gain averaged over the sweep.
+    average_gain_pct: float | None = None
+    #: The paper's words around the numbers.
+    quote: str = ""
+
+
 class ExperimentFile(_Strict):
     """The schema of an experiment file (docs/experiments.md); every key is checked here."""
 
@@ -175,6 +245,11 @@ class ExperimentFile(_Strict):
     #: A master seed: replication seeds derive from it (``replication_seed``).
     seed: int = Field(ge=0, lt=2**63)
     metric: Literal[tuple(METRIC_LABELS)] = "mean_tat_ms"  # type: ignore[valid-type]
+    #: The modelling-assumption profile it runs under by default (``numasim list assumptions``).
+    profile: Literal["linux", "paper"] = "linux"
+    #: Values set on top of the profile, each with its source: ``memory = {value, source}``.
+    assumptions: dict[str, _AssumptionEntry] = {}
+    reference: _Reference | None = None
 
 
 def _schema_error(origin: str, e: ValidationError) -> InputError:
@@ -185,7 +260,10 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
         parent = ExperimentFile
         for part in err["loc"][:-1]:
             if isinstance(part, str):
-                parent = {"workload": _WorkloadEntry, "sweep": _Sweep}.get(part, parent)
+                parent = {"workload": _WorkloadEntry, "sweep": _Sweep, "reference": _Reference,
+                          "rows": _ReferenceRow}.get(part, parent)  # fmt: skip
+                if parent is ExperimentFile and part == "assumptions":
+                    parent = _AssumptionEntry
         allowed = ", ".join(sorted(parent.model_fields))
         return InputError(f"{origin}: unknown key '{path}'; allowed: {allowed}")
     if err["type"] == "missing":
@@ -214,6 +292,10 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         twice = sorted({str(x) for x in items if items.count(x) > 1})
         if twice:
             raise InputError(f"{origin}: {key}: {', '.join(twice)} named more than once")
+    from numasim import assumptions as a
+
+    for name, entry in f.assumptions.items():
+        a.check_value(f"{origin}: assumptions.{name}", name, entry.value)
     exp = Experiment(
         name=f.name,
         title=f.title,
@@ -229,15 +311,69 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         notes=f.notes,
         origin=origin,
         metric=f.metric,
+        profile=f.profile,
+        set_assumptions={k: (e.value, e.source) for k, e in f.assumptions.items()},
     )
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
+    if f.reference is not None:
+        exp.reference = _reference(origin, f.reference, exp)
     from numasim.machine import Machine
 
     for m in f.machines:
         Machine.load(m)
     return exp
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A paper's published numbers for an experiment (``[reference]``)."""
+
+    source: str
+    #: The label of the compared variant they belong to.
+    policy: str
+    #: ``(workload, n) → (baseline, policy, gain %)``, each possibly None.
+    rows: dict[tuple[str, int], tuple[float | None, float | None, float | None]]
+    average_gain_pct: float | None
+    quote: str
+
+    def gain(self, workload: str, n: int) -> float | None:
+        """The published gain of a cell: given, or computed as the papers do,
+        (baseline − policy) / baseline × 100."""
+        row = self.rows.get((workload, n))
+        if row is None:
+            return None
+        base, pol, gain = row
+        if gain is None and base and pol is not None:
+            gain = (base - pol) / base * 100
+        return gain
+
+
+def _reference(origin: str, r: _Reference, exp: Experiment) -> Reference:
+    labels = [v.label for v in exp.policies]
+    policy = r.policy or labels[0]
+    if policy not in labels:
+        raise InputError(
+            f"{origin}: reference.policy: '{policy}' is not one of the policies "
+            f"({', '.join(labels)})"
+        )
+    names = [w.name for w in exp.workloads]
+    rows = {}
+    for i, row in enumerate(r.rows):
+        where = f"{origin}: reference.rows.{i}"
+        if row.workload not in names:
+            raise InputError(f"{where}.workload: '{row.workload}' is not a workload of the file")
+        if row.n not in exp.ns:
+            raise InputError(f"{where}.n: {row.n} is not in sweep.n")
+        if (row.workload, row.n) in rows:
+            raise InputError(f"{where}: {row.workload} n={row.n} is given twice")
+        if row.gain_pct is None and (row.baseline is None or row.policy is None):
+            raise InputError(f"{where}: give gain_pct, or baseline and policy")
+        rows[(row.workload, row.n)] = (row.baseline, row.policy, row.gain_pct)
+    if not rows and r.average_gain_pct is None:
+        raise InputError(f"{origin}: reference: give rows or average_gain_pct")
+    return Reference(r.source, policy, rows, r.average_gain_pct, r.quote)
 
 
 def replication_seed(master: int, machine: str, workload: str, n: int, r: int) -> int:
@@ -257,16 +393,18 @@ def run_batch(
     n: int,
     reps: list[tuple[int, int]],
     variants: list[tuple[str, str, str]],
+    assume: str = "",
 ) -> list[dict[str, Any]]:
     """One task: replications ``(r, seed)`` of one cell under ``variants`` (label, policy,
-    domains). Runs in a worker; the machine comes as its JSON content, so the worker runs exactly
-    the machine the run keys name. Returns one row of metrics per run, in order."""
+    domains) and the modelling assumptions ``assume`` (resolved, canonical text). Runs in a
+    worker; the machine comes as its JSON content, so the worker runs exactly the machine the
+    run keys name. Returns one row of metrics per run, in order."""
     m = _machine(machine_json)
     rows = []
     for _, seed in reps:
         w = _core.Workload.generate(m, f"n={n},{spec}", seed)
         for _, policy, domains in variants:
-            s = json.loads(_core.simulate(m, w, policy, domains, False))["summary"]
+            s = json.loads(_core.simulate(m, w, policy, domains, False, assume))["summary"]
             row = {key: s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
                    for key in METRICS}  # fmt: skip
             row["migrations_between_classes"] = s["migrations_between_classes"]
@@ -308,6 +446,7 @@ def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
     from numasim.store import machine_digest, run_key
 
     out = []
+    assumed = exp.assumptions
     for machine in exp.machines:
         digest = machine_digest(machines[machine].info)
         for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
@@ -316,7 +455,7 @@ def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
                 for v in exp.variants:
                     fields = {"machine": digest, "spec": w.spec, "n": n, "replication": r,
                               "seed": seed, "policy": v.policy, "domains": v.domains,
-                              "assumptions": {}}  # fmt: skip
+                              "assumptions": assumed}  # fmt: skip
                     out.append(Run(machine, w, n, r, seed, v, run_key(**fields), fields))
     return out
 
@@ -426,7 +565,8 @@ def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
             variants.append(v)
     # run_batch returns the runs replication by replication, variants in this order: the
     # order the batch lists them in (plan groups replications that miss the same variants).
-    return infos[first.machine], first.workload.spec, first.n, reps, variants
+    assume = ",".join(f"{k}={v}" for k, v in first.fields["assumptions"].items())
+    return infos[first.machine], first.workload.spec, first.n, reps, variants, assume
 
 
 def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:

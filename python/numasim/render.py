@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from numasim.assumptions import describe
 from numasim.machine import Machine
 
 
@@ -122,7 +123,8 @@ def _records(procs: Any) -> list[dict[str, Any]]:
 def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
     """The run summary for the terminal."""
     s = result.raw_summary
-    lines = [f"{machine} · {policy} over {builder} domains · {s['processes']} processes"]
+    lines = [f"{machine} · {policy} over {builder} domains · {s['processes']} processes",
+             describe(result.assumptions)]  # fmt: skip
     for label, text in summary_items(s, result.processes):
         lines.append(f"{label:<12} {text}" if len(label) <= 12 else f"{label}  {text}")
     return "\n".join(lines)

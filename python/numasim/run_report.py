@@ -22,6 +22,7 @@ import io
 from typing import Any
 
 from numasim import _core
+from numasim.assumptions import describe
 from numasim.render import summary_items
 from numasim.saved import RunRecord
 
@@ -242,7 +243,7 @@ def html_report(record: RunRecord) -> str:
         f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>",
         f"<h1>{esc(title)}</h1>",
         f'<p class="sub">workload <code>{esc(str(record.workload))}</code>, seed {record.seed};'
-        f" numasim {esc(__version__)}</p>",
+        f" numasim {esc(__version__)}<br>{esc(describe(record.assumptions))}</p>",
         "<h2>Summary</h2>",
         summary,
         kinds,

@@ -2,14 +2,16 @@
 
 ```
 DIR/run.json      {"format": 1, "machine": {... topology --json's machine ...},
-                   "policy": ..., "domains": ..., "workload": ..., "seed": ...}
+                   "policy": ..., "domains": ..., "workload": ..., "seed": ...,
+                   "assumptions": {"memory": ..., ...}}
 DIR/events.json   the engine's result as it came: processes, summary, running intervals
                   ("trace") and recorded events ("trace_events": migrations, balancing
                   attempts, runqueue lengths)
 ```
 
 The machine is stored whole (not by name), so a saved run reads back even after a preset
-changes or on a machine without the machine file.
+changes or on a machine without the machine file. A run saved before assumptions were named
+(no "assumptions" field) ran under the linux profile, the only model numasim had then.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from numasim import _core
+from numasim import _core, assumptions
 from numasim._core import InputError
 from numasim.machine import Machine, read_text
 
@@ -40,6 +42,8 @@ class RunRecord:
     workload: str
     seed: int
     result_json: str
+    #: The modelling assumptions it ran under (name → value).
+    assumptions: dict[str, str]
     #: Names the result in error messages (the events file of a saved run).
     origin: str = "run"
 
@@ -60,14 +64,16 @@ class RunRecord:
     def of(cls, machine: Machine, policy: str, domains: str, workload: str, seed: int,
            result: Any) -> RunRecord:  # fmt: skip
         """A run just made (a ``sim.Result``): its result, already parsed, is not parsed again."""
-        record = cls(machine, policy, domains, workload, seed, result.raw_json)
+        record = cls(machine, policy, domains, workload, seed, result.raw_json,
+                     result.assumptions)  # fmt: skip
         record.__dict__["result"] = result.raw  # the cached property's slot
         return record
 
     def save(self, out: Path) -> list[Path]:
         """Writes run.json and events.json into ``out``; returns their paths."""
         run = {"format": FORMAT, "machine": self.machine.info, "policy": self.policy,
-               "domains": self.domains, "workload": self.workload, "seed": self.seed}  # fmt: skip
+               "domains": self.domains, "workload": self.workload, "seed": self.seed,
+               "assumptions": self.assumptions}  # fmt: skip
         paths = [out / RUN_FILE, out / EVENTS_FILE]
         paths[0].write_text(json.dumps(run, indent=1) + "\n")
         paths[1].write_text(self.result_json)
@@ -95,5 +101,9 @@ class RunRecord:
             if key not in run:
                 raise InputError(f"{origin}: field {key}: missing")
         machine = Machine(_core.Machine.from_info_json(json.dumps(run["machine"]), origin))
+        saved = run.get("assumptions", {})
+        if not isinstance(saved, dict):
+            raise InputError(f"{origin}: field assumptions: must be an object of NAME: VALUE")
+        resolved = assumptions.resolve(saved, f"{origin}: field assumptions")
         return cls(machine, run["policy"], run["domains"], run["workload"], run["seed"],
-                   texts[EVENTS_FILE], str(out / EVENTS_FILE))  # fmt: skip
+                   texts[EVENTS_FILE], resolved, str(out / EVENTS_FILE))  # fmt: skip

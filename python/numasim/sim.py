@@ -9,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from numasim import _core
+from numasim import _core, assumptions
 from numasim._core import InputError
+from numasim.assumptions import Setting
 from numasim.machine import Machine, check_builder, read_text
 
 WORKLOAD_SUFFIXES = {".csv", ".json"}
@@ -84,6 +85,8 @@ class Result:
     events: int = 0
     raw: dict[str, Any] = field(default_factory=dict)
     raw_json: str = ""
+    #: The modelling assumptions the run was made under (name → value, registry order).
+    assumptions: dict[str, str] = field(default_factory=dict)
 
 
 def _summary_row(s: dict[str, Any]) -> dict[str, Any]:
@@ -109,10 +112,14 @@ def simulate(
     domains: str | None = None,
     seed: int = 0,
     trace: bool = False,
+    assume: Setting = None,
 ) -> Result:
     """Runs ``workload`` (a Workload or a spec string, generated with ``seed``) on ``machine``.
 
-    ``domains`` defaults to the policy's own builder (``numasim list policies``).
+    ``domains`` defaults to the policy's own builder (``numasim list policies``). ``assume``
+    sets the modelling assumptions (``numasim list assumptions``): a profile (``"paper"``),
+    ``"NAME=VALUE,..."`` items, or a dict such as ``{"memory": "parent"}``; default: the
+    ``linux`` profile. ``Result.assumptions`` holds the full resolved set.
     """
     _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
     _check_type("workload", workload, (Workload, str), "a Workload or a spec 'n=100,kind=cpu'")
@@ -122,7 +129,10 @@ def simulate(
     else:
         check_seed(seed)
     builder = check_builder(domains) if domains else default_domains(policy, "policy")
-    raw_json = _core.simulate(machine._core, workload._core, policy, builder, trace)
+    resolved = assumptions.resolve(assume, "assume")
+    raw_json = _core.simulate(
+        machine._core, workload._core, policy, builder, trace, assumptions.canonical(resolved)
+    )
     raw = json.loads(raw_json)
     kinds = _core.migration_kinds()
     procs = pd.DataFrame(raw["processes"])
@@ -137,6 +147,7 @@ def simulate(
         events=raw["events"],
         raw=raw,
         raw_json=raw_json,
+        assumptions=resolved,
     )
 
 

@@ -1,0 +1,109 @@
+"""Modelling assumptions (SPEC §10): the registry the core ships, and settings resolved by it.
+
+A setting is what ``--assume``, the ``assume=`` keyword and an experiment file give: a profile
+(``linux``, ``paper``), ``NAME=VALUE`` items, or both, applied left to right
+(``paper,slice=wall``); a mapping ``{"memory": "parent"}`` in Python. The core parses it
+(``numasim_core::assumptions``) and returns the full resolved set, which stored results are keyed
+by and every table and figure prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from numasim import _core
+from numasim._core import InputError
+
+Setting = str | Mapping[str, str] | None
+
+PROFILES = ("linux", "paper")
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, Any]:
+    """``{"profiles": {name: description}, "assumption": [{name, description, values, linux,
+    paper}]}`` (crates/numasim-core/data/assumptions.toml)."""
+    return json.loads(_core.assumptions_registry())
+
+
+def names() -> list[str]:
+    return [a["name"] for a in registry()["assumption"]]
+
+
+def entry(name: str) -> dict[str, Any]:
+    return next(a for a in registry()["assumption"] if a["name"] == name)
+
+
+def text(setting: Setting) -> str:
+    """A setting as the core's text (``memory=parent,slice=work``)."""
+    if setting is None:
+        return ""
+    if isinstance(setting, Mapping):
+        for name, value in setting.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(
+                    f"assume: names and values are strings (e.g. {{'memory': 'parent'}}), "
+                    f"not {name!r}: {value!r}"
+                )
+        return ",".join(f"{k}={v}" for k, v in setting.items())
+    if not isinstance(setting, str):
+        raise TypeError(
+            f"assume must be a profile or NAME=VALUE text ('paper', 'memory=parent') or a "
+            f"dict, not {type(setting).__name__} {setting!r}"
+        )
+    return setting
+
+
+def resolve(setting: Setting, origin: str = "assume", base: Setting = None) -> dict[str, str]:
+    """The full set of assumptions ``setting`` gives, on top of ``base`` (default: the linux
+    profile), in registry order; an unknown name or value is an InputError naming ``origin``."""
+    if base:
+        resolve(base, origin)  # errors in the base name its own items
+    combined = ",".join(t for t in (text(base), text(setting)) if t)
+    return dict(_core.resolve_assumptions(origin, combined))
+
+
+def canonical(resolved: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in resolved.items())
+
+
+def profile_of(resolved: Mapping[str, str]) -> str | None:
+    """The profile whose values these are, if any."""
+    for p in PROFILES:
+        if resolve(p) == dict(resolved):
+            return p
+    return None
+
+
+def describe(resolved: Mapping[str, str]) -> str:
+    """One line for tables and captions: ``assumptions: memory=parent, slice=work, wake=idlest
+    (the paper profile)``."""
+    p = profile_of(resolved)
+    items = ", ".join(f"{k}={v}" for k, v in resolved.items())
+    return f"assumptions: {items}" + (f" (the {p} profile)" if p else "")
+
+
+def listing() -> str:
+    """What ``numasim list assumptions`` prints."""
+    lines = ["Profiles (--assume PROFILE, then NAME=VALUE items to change single assumptions):"]
+    for name, desc in registry()["profiles"].items():
+        lines.append(f"  {name:<7} {desc}")
+    for a in registry()["assumption"]:
+        lines += ["", f"{a['name']}: {a['description']}"]
+        for value, meaning in a["values"].items():
+            used = [p for p in PROFILES if a[p]["value"] == value]
+            tag = f" [{', '.join(used)}]" if used else ""
+            lines.append(f"  {value}{tag}: {meaning}")
+        for p in PROFILES:
+            lines.append(f"  source ({p}): {a[p]['source']}")
+    return "\n".join(lines)
+
+
+def check_value(origin: str, name: str, value: str) -> None:
+    """An InputError unless ``name=value`` is a known assumption and value."""
+    if not isinstance(value, str):
+        raise InputError(f"{origin}: the value must be text, not {value!r}")
+    resolve(f"{name}={value}", origin)
