@@ -114,7 +114,14 @@ def test_the_caption_says_what_the_error_bars_are(fig_of, tmp_path):
     s99 = stats.summarize(runs_for(exp, tat), 0.99)
     assert report.caption(exp, s99).startswith("error bars: 99 % t-interval, 7 paired")
     one = stats.summarize(runs_for(experiment(reps=1), tat), 0.95)
-    assert report.caption(exp, one) == "no error bars: fewer than 2 replications"
+    assert report.caption(exp, one) == (
+        "no error bars: fewer than 2 replications\n"
+        "assumptions: memory=first-run, slice=wall, wake=previous (the linux profile)"
+    )
+    # The second line names the modelling assumptions the figure was made under.
+    assert text.endswith(
+        "\nassumptions: memory=first-run, slice=wall, wake=previous (the linux profile)"
+    )
 
 
 def test_the_gain_panel_names_the_metric_baseline_and_sign(fig_of):

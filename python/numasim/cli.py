@@ -423,6 +423,12 @@ _common_experiment_options = [
         is_flag=True,
         help="Start over: move the directory's stored runs aside (into previous-STAMP/).",
     ),
+    click.option(
+        "--assume",
+        default=None,
+        help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items "
+        "(numasim list assumptions). Default: the experiment's profile (compare: linux).",
+    ),
     click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON."),
 ]
 
@@ -443,14 +449,16 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
 @cli.command()
 @click.argument("name")
 @_experiment_options
-def reproduce(name, replications, jobs, cluster, confidence, out, fresh, as_json) -> None:
-    """Run a shipped experiment (numasim list experiments) or an experiment file."""
+def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json) -> None:
+    """Run a shipped experiment (numasim list experiments) or an experiment file, under its
+    paper's modelling assumptions unless --assume says otherwise."""
     from numasim import experiment as ex
 
     _check_common(replications, confidence)
     exp = ex.load(name)
     if replications:
         exp.replications = replications
+    exp.assume = _assume(assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 
@@ -477,7 +485,7 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, as_json
 )
 @_experiment_options
 def compare(machines, workload, policies, seed, replications, jobs, cluster, confidence, out,
-            fresh, as_json) -> None:  # fmt: skip
+            fresh, assume, as_json) -> None:  # fmt: skip
     """Compare policies on one workload with paired replications (the first is the baseline)."""
     from numasim import experiment as ex
 
@@ -518,6 +526,7 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
          "replications": replications or 30, "confidence": confidence or 0.95, "seed": seed},
         "--policies/--workload",
     )  # fmt: skip
+    exp.assume = _assume(assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from numasim.assumptions import describe
 from numasim.experiment import METRIC_LABELS, Experiment, WorkloadDef
 
 #: What a table shows for a value that does not exist (never "nan").
@@ -114,6 +115,7 @@ def table_text(
     lines = [f"{exp.name}: {experiment_title(exp)}"]
     if exp.source:
         lines.append(f"source: {exp.source}")
+    lines.append(describe(exp.assumptions))
     lines.append(f"{label} and {how} (%, positive = the policy is better), "
                  f"± half-width of the {confidence_text(confidence)} t-interval")  # fmt: skip
     digits = 1 if exp.metric.endswith(("_ms", "_pct")) or exp.metric.startswith("far") else 3
@@ -212,8 +214,9 @@ _MARKERS = "osD^v<>p"
 _LINES = ["-", "--", "-.", ":"]
 #: Horizontal offset between the variants' points, as a share of the sweep's span.
 _DODGE = 0.012
-#: Height of the caption's strip at the bottom of a figure (inches).
-CAPTION_IN = 0.3
+#: Height of the caption's strip at the bottom of a figure (inches): two lines, the error bars
+#: and the modelling assumptions.
+CAPTION_IN = 0.45
 #: SVG ids derive from this salt instead of a random one: the same data give the same bytes.
 SVG_SALT = "numasim"
 
@@ -227,10 +230,11 @@ def caption(exp: Experiment, summary: pd.DataFrame) -> str:
     """What the error bars are: the interval, its confidence and the replication count."""
     counts = summary["replications"] if len(summary) else pd.Series([0])
     if counts.max() < 2:
-        return "no error bars: fewer than 2 replications"
+        return "no error bars: fewer than 2 replications\n" + describe(exp.assumptions)
     conf = summary["confidence"].iloc[0] if "confidence" in summary else exp.confidence
     return (f"error bars: {confidence_text(conf)} t-interval, {_replications_text(counts)} "
-            "paired replications (every variant runs the same workloads)")  # fmt: skip
+            "paired replications (every variant runs the same workloads)\n"
+            + describe(exp.assumptions))  # fmt: skip
 
 
 def gain_title(exp: Experiment) -> str:
