@@ -368,8 +368,8 @@ def _reference(origin: str, r: _Reference, exp: Experiment) -> Reference:
             raise InputError(f"{where}.n: {row.n} is not in sweep.n")
         if (row.workload, row.n) in rows:
             raise InputError(f"{where}: {row.workload} n={row.n} is given twice")
-        if row.gain_pct is None and (row.baseline is None or row.policy is None):
-            raise InputError(f"{where}: give gain_pct, or baseline and policy")
+        if row.gain_pct is None and row.baseline is None and row.policy is None:
+            raise InputError(f"{where}: give baseline, policy or gain_pct")
         rows[(row.workload, row.n)] = (row.baseline, row.policy, row.gain_pct)
     if not rows and r.average_gain_pct is None:
         raise InputError(f"{origin}: reference: give rows or average_gain_pct")

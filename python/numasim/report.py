@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from numasim.assumptions import describe
-from numasim.experiment import METRIC_LABELS, Experiment, WorkloadDef
+from numasim.experiment import METRIC_LABELS, Experiment, Reference, WorkloadDef
 
 #: What a table shows for a value that does not exist (never "nan").
 DASH = "—"
@@ -123,9 +123,13 @@ def table_text(
     for machine in exp.machines:
         for w in exp.workloads:
             lines += ["", f"{machine} · {workload_label(exp, w)}"]
+            ref = exp.reference if exp.reference and exp.reference.rows else None
+            ref_here = ref and any(wl == w.name for wl, _ in ref.rows)
             header = ["n", f"{exp.baseline.label} {short}"]
             for v in exp.policies:
                 header += [f"{v.label} {short}", "gain %" if timed else "reduction %"]
+            if ref_here:
+                header += ["paper: base", "policy", "gain %", "Δ gain (pp)"]
             rows = [header]
             for n in exp.ns:
                 s = summary[(summary.machine == machine) & (summary.workload == w.name)
@@ -148,16 +152,49 @@ def table_text(
                         gg = g.loc[v.label]
                         half = gg["gain_ci_high"] - gg["gain_pct"]
                         row.append(_pm(gg["gain_pct"], half, 2, notes, "gain"))
+                if ref_here:
+                    row += _published(ref, w.name, n, g)
                 rows.append(row)
             lines += _aligned(rows)
             if runs is not None and exp.metric.startswith("far_from_origin"):
                 lines += ["", "  far from origin by the distance of the node where they ran most "
                           "(mean processes per run)"]  # fmt: skip
                 lines += _far_breakdown(exp, runs, machine, w.name)
+    if exp.reference:
+        lines += ["", *_reference_lines(exp, gains)]
     reps = _replications_text(summary["replications"] if len(summary) else pd.Series([]))
     lines += ["", f"replications per cell: {reps} (paired: every variant runs the same workloads)"]
     lines += [_FOOTNOTES[k] for k in _FOOTNOTES if k in notes]
     return "\n".join(lines)
+
+
+def _published(ref: Reference, workload: str, n: int, g: pd.DataFrame) -> list[str]:
+    """The paper's baseline, policy and gain of a cell, and numasim's gain minus the paper's."""
+    row = ref.rows.get((workload, n))
+    if row is None:
+        return [DASH] * 4
+    base, pol, _ = row
+    gain = ref.gain(workload, n)
+    ours = g.loc[ref.policy, "gain_pct"] if ref.policy in g.index else float("nan")
+    diff = ours - gain if gain is not None and not _nan(ours) else None
+    return [fmt(base), fmt(pol), fmt(gain, 2), DASH if diff is None else f"{diff:+.2f}"]
+
+
+def _reference_lines(exp: Experiment, gains: pd.DataFrame) -> list[str]:
+    """Where the published numbers come from; for a published average, numasim's beside it."""
+    ref = exp.reference
+    assert ref is not None
+    lines = [f"paper: {ref.source} — numbers of {ref.policy} vs {exp.baseline.label}"]
+    if ref.quote:
+        lines.append(f'  "{ref.quote}"')
+    if ref.average_gain_pct is not None:
+        for machine in exp.machines:
+            g = gains[(gains.machine == machine) & (gains.policy == ref.policy)]
+            ours = g.gain_pct.mean() if len(g) else float("nan")
+            lines.append(f"  {machine}: paper's average gain {ref.average_gain_pct:.2f} %, "
+                         f"numasim's mean gain over the sweep {fmt(ours, 2)} % "
+                         f"(Δ {fmt(ours - ref.average_gain_pct, 2)} pp)")  # fmt: skip
+    return lines
 
 
 def _aligned(rows: list[list[str]], indent: str = "") -> list[str]:
@@ -304,6 +341,7 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
         ax2.errorbar(d.n + dodge(i - 1, k - 1), d.gain_pct, yerr=err, ls=_LINES[i % len(_LINES)],
                      **_style(i))  # fmt: skip
     ax2.axhline(0, color="grey", lw=0.8)
+    _overlay_published(ax2, exp, g)
     # An n without a gain (no runs, or a baseline of 0) keeps its place on the axis, marked.
     for n in ns:
         why = _no_gain(g[g.n == n])
@@ -320,8 +358,27 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
     ax2.set_title(textwrap.fill(gain_title(exp), 60), fontsize=10)
     ax1.set_title(METRIC_LABELS[exp.metric], fontsize=10)
     # One legend for both panels (a policy has the same style on each), outside the axes.
-    fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", ncol=min(k, 4),
-               frameon=False)  # fmt: skip
+    handles, labels = ax1.get_legend_handles_labels()
+    extra = ax2.get_legend_handles_labels()
+    fig.legend(handles + extra[0], labels + extra[1], loc="outside lower center",
+               ncol=min(k + len(extra[0]), 4), frameon=False)  # fmt: skip
+
+
+def _overlay_published(ax: Any, exp: Experiment, g: pd.DataFrame) -> None:
+    """The paper's gains of this workload on the gain panel: crosses per n, or its average as
+    a dotted line."""
+    ref = exp.reference
+    if ref is None or g.empty:
+        return
+    workload = g.workload.iloc[0]
+    pts = sorted((n, ref.gain(wl, n)) for wl, n in ref.rows if wl == workload)
+    pts = [(n, v) for n, v in pts if v is not None]
+    if pts:
+        ax.plot([n for n, _ in pts], [v for _, v in pts], ls="none", marker="x", ms=8, mew=1.8,
+                color="black", label=f"paper ({ref.source.split('(')[0].strip()})")  # fmt: skip
+    if ref.average_gain_pct is not None:
+        ax.axhline(ref.average_gain_pct, color="black", ls=":", lw=1.4,
+                   label=f"paper: average gain {ref.average_gain_pct:g} %")  # fmt: skip
 
 
 def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> None:
