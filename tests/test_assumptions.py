@@ -47,6 +47,7 @@ def test_settings_apply_left_to_right_and_bad_ones_say_what_is_wrong():
     assert a.resolve("paper,slice=wall") == {**PAPER, "slice": "wall"}
     assert a.resolve({"memory": "parent"}) == {**LINUX, "memory": "parent"}
     assert a.resolve("wake=idlest", base="paper") == PAPER
+    assert a.resolve("memory=first-run", base="memory=parent") == LINUX
     with pytest.raises(InputError, match=r"^x: assumption memory: unknown value 'home'"):
         a.resolve("memory=home", "x")
     with pytest.raises(InputError, match=r"^x: unknown profile or assumption 'kernel'"):
@@ -70,7 +71,7 @@ def test_the_api_runs_under_the_assumptions_it_is_given():
     assert (linux.processes.origin_cpu != spawn).any()
     # ... and so it runs remote: its mean remote factor is higher than under first-run.
     assert parent.raw_summary["mean_remote_factor"] > linux.raw_summary["mean_remote_factor"]
-    with pytest.raises(InputError, match="^assume: assumption slice: unknown value 'all'"):
+    with pytest.raises(InputError, match=r"^assume: assumption slice: unknown value 'all'"):
         numasim.simulate(m, spec, assume="slice=all")
 
 
@@ -125,6 +126,11 @@ def test_an_experiment_s_profile_its_own_values_and_assume(tmp_path):
     assert exp.assumptions == {**PAPER, "wake": "previous"}
     exp.assume = "memory=first-run"
     assert exp.assumptions == {**PAPER, "wake": "previous", "memory": "first-run"}
+    exp.assume = "wake=idlest"  # a value the file sets can be changed too
+    assert exp.assumptions == PAPER
+    exp.assume = "wake=idlest,wake=previous"
+    with pytest.raises(InputError, match=r"^--assume: assumption 'wake' is given twice"):
+        exp.assumptions  # noqa: B018
 
 
 @pytest.mark.parametrize(

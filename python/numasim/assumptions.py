@@ -59,11 +59,18 @@ def text(setting: Setting) -> str:
 
 def resolve(setting: Setting, origin: str = "assume", base: Setting = None) -> dict[str, str]:
     """The full set of assumptions ``setting`` gives, on top of ``base`` (default: the linux
-    profile), in registry order; an unknown name or value is an InputError naming ``origin``."""
-    if base:
-        resolve(base, origin)  # errors in the base name its own items
-    combined = ",".join(t for t in (text(base), text(setting)) if t)
-    return dict(_core.resolve_assumptions(origin, combined))
+    profile), in registry order; an unknown name or value, or a name given twice within one
+    setting, is an InputError naming ``origin``. ``setting`` may change what ``base`` set."""
+    out = dict(_core.resolve_assumptions(origin, text(base)))
+    setting = text(setting)
+    _core.resolve_assumptions(origin, setting)  # checks the whole setting
+    for item in (i.strip() for i in setting.split(",")):
+        if item in PROFILES:
+            out = dict(_core.resolve_assumptions(origin, item))
+        elif item:
+            name, value = item.split("=", 1)
+            out[name.strip()] = value.strip()
+    return out
 
 
 def canonical(resolved: Mapping[str, str]) -> str:

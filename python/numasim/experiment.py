@@ -115,16 +115,18 @@ class Experiment:
         from that profile, with the file's values when it is the experiment's own)."""
         from numasim import assumptions as a
 
-        own = [f"{k}={v}" for k, (v, _) in self.set_assumptions.items()]
-        items = [self.profile, *own]
-        for item in (i.strip() for i in (self.assume or "").split(",")):
-            if not item:
-                continue
+        own = ",".join(f"{k}={v}" for k, (v, _) in self.set_assumptions.items())
+        out = a.resolve(own, self.origin, base=self.profile)
+        if not self.assume:
+            return out
+        a.resolve(self.assume, "--assume")  # checks the whole setting
+        for item in (i.strip() for i in self.assume.split(",")):
             if item in a.PROFILES:
-                items = [item, *(own if item == self.profile else [])]
-            else:
-                items.append(item)
-        return a.resolve(",".join(items), "--assume" if self.assume else self.origin)
+                out = a.resolve(own if item == self.profile else "", self.origin, base=item)
+            elif item:
+                name, value = item.split("=", 1)
+                out[name.strip()] = value.strip()
+        return out
 
     def assumption_sources(self) -> list[tuple[str, str, str]]:
         """``(name, value, why)`` for every assumption of this run: the file's sentence for
