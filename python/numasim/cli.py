@@ -348,7 +348,8 @@ def _count(n: int) -> str:
 
 
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
-                    fresh: bool, ablate: bool = False, report_file: str | None = None) -> None:  # fmt: skip
+                    fresh: bool, ablate: bool = False,
+                    report_file: str | None = None) -> None:  # fmt: skip
     import pandas as pd
 
     from numasim import experiment as ex

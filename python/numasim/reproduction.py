@@ -67,6 +67,8 @@ from numasim.experiment import METRIC_LABELS, Experiment, execute
 
 #: |Spearman ρ| of gain vs n from which the gains are said to rise or fall.
 TREND_RHO = 0.5
+#: Caption of the experiment's own figures on the page.
+FIGURE_CAPTION = "numasim: the metric (left) and the gain (right) vs n."
 #: Fewest n for a trend.
 TREND_MIN_POINTS = 3
 
@@ -274,10 +276,12 @@ def effects(a: Ablation) -> pd.DataFrame:
         # Strictly opposite signs: a gain that becomes 0.00 has not changed sign.
         flips_sign = (r.gain_pct.round(2) * r.flipped_gain_pct.round(2) < 0).sum()
         clear = ((r.delta_ci_low > 0) | (r.delta_ci_high < 0)).sum()
+        d = r.delta_pp
         out.append({"assumption": f.name, "flipped": f.label, "cells": len(r),
-                    "mean_delta_pp": r.delta_pp.mean(), "mean_abs_delta_pp": r.delta_pp.abs().mean(),
-                    "max_abs_delta_pp": r.delta_pp.abs().max(), "sign_changes": int(flips_sign),
-                    "clear": int(clear), "has_interval": bool(r.delta_ci_low.notna().any())})  # fmt: skip
+                    "mean_delta_pp": d.mean(), "mean_abs_delta_pp": d.abs().mean(),
+                    "max_abs_delta_pp": d.abs().max(), "sign_changes": int(flips_sign),
+                    "clear": int(clear),
+                    "has_interval": bool(r.delta_ci_low.notna().any())})  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -422,7 +426,7 @@ def versus(exp: Experiment, gains: pd.DataFrame) -> pd.DataFrame:
             lo = x.gain_ci_low if x is not None else math.nan
             hi = x.gain_ci_high if x is not None else math.nan
             diff = gain - pub if pub is not None else math.nan
-            inside = (pub is not None and not math.isnan(lo) and lo <= pub <= hi)
+            inside = pub is not None and not math.isnan(lo) and lo <= pub <= hi
             out.append([machine, workload, n, pb, pp, pub if pub is not None else math.nan,
                         x.baseline_mean if x is not None else math.nan,
                         x.policy_mean if x is not None else math.nan, gain, lo, hi, diff,
@@ -482,7 +486,8 @@ def reading(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str
             out.append(head + "no cell with both a published and a numasim gain.")
             continue
         m = len(d)
-        same = [int(r.n) for r in d.itertuples() if _sign(r.published_gain_pct) == _sign(r.gain_pct)]
+        same = [int(r.n) for r in d.itertuples()
+                if _sign(r.published_gain_pct) == _sign(r.gain_pct)]  # fmt: skip
         other = [int(n) for n in d.n if int(n) not in same]
         if not other:
             sign = f"SIGN agrees: the same sign at all {m} n"
@@ -506,7 +511,7 @@ def reading(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str
                   f"{nt}{_rho(nrho)}")  # fmt: skip
         mad = d.diff_pp.abs().mean()
         inside = int(d.inside.sum())
-        verdict = ("agrees" if inside == m else "disagrees" if inside == 0 else "partly agrees")
+        verdict = "agrees" if inside == m else "disagrees" if inside == 0 else "partly agrees"
         mag = (f"MAGNITUDE {verdict}: mean |numasim − published| {report.fmt(mad, 2)} pp, "
                f"{inside} of {m} published gains inside numasim's interval")  # fmt: skip
         out.append(head + "; ".join([sign, tr, mag]) + ".")
@@ -570,8 +575,9 @@ def ablation_reading(exp: Experiment, a: Ablation) -> list[str]:
     out = []
     e = effects(a).sort_values("mean_abs_delta_pp", ascending=False)
     top = e.iloc[0]
-    out.append(f"Largest effect: {top.flipped} (mean |Δ| {report.fmt(top.mean_abs_delta_pp, 2)} "
-               f"pp over {top.cells} cells; the gain changes sign in {top.sign_changes}).")  # fmt: skip
+    out.append(f"Largest effect: {top.flipped} (mean |Δ| "
+               f"{report.fmt(top.mean_abs_delta_pp, 2)} pp over {top.cells} cells; the gain "
+               f"changes sign in {top.sign_changes}).")  # fmt: skip
     ref = exp.reference
     if ref is not None and ref.rows:
         base = versus(exp, a.base).diff_pp.abs().mean()
@@ -579,8 +585,9 @@ def ablation_reading(exp: Experiment, a: Ablation) -> list[str]:
             after = versus(exp, a.gains[f.name]).diff_pp.abs().mean()
             word = ("nearer to" if after < base else "further from" if after > base
                     else "as far from")  # fmt: skip
-            out.append(f"With {f.label}, numasim is {word} the published gains: mean |numasim − "
-                       f"published| {report.fmt(base, 2)} → {report.fmt(after, 2)} pp.")  # fmt: skip
+            out.append(f"With {f.label}, numasim is {word} the published gains: mean "
+                       f"|numasim − published| {report.fmt(base, 2)} → "
+                       f"{report.fmt(after, 2)} pp.")  # fmt: skip
     return out
 
 
@@ -721,9 +728,11 @@ def _published(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[
                 _delta(r.diff_pp, math.nan, math.nan), "yes" if r.inside else "no"])  # fmt: skip
         off = 1 if many else 0
         parts.append(_table(header, rows, {off + i for i in range(1, 9)}))
-        parts.append(f"<p>numasim's gain ± the half-width of its "
-                     f"{report.confidence_text(confidence)} interval; difference = numasim − "
-                     "published; the published values as printed in the paper (its units).</p>")
+        parts.append(
+            f"<p>numasim's gain ± the half-width of its "
+            f"{report.confidence_text(confidence)} interval; difference = numasim − "
+            "published; the published values as printed in the paper (its units).</p>"
+        )
     else:
         g = gains[gains.policy == ref.policy]
         rows = [[m, report.fmt(ref.average_gain_pct, 2), report.fmt(d.gain_pct.mean(), 2),
@@ -797,8 +806,7 @@ def html_page(
         f"<title>numasim reproduction · {esc(exp.name)}</title>",
         f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>",
         f"<h1>{esc(title)}</h1>",
-        f'<p class="sub">numasim {esc(__version__)} · {esc(assume.describe(exp.assumptions))}'
-        "</p>",
+        f'<p class="sub">numasim {esc(__version__)} · {esc(assume.describe(exp.assumptions))}</p>',
         "<h2>Reading</h2>",
         "<ul class='reading'>"
         + "".join(f"<li>{esc(t)}</li>" for t in reading(exp, gains, confidence))
@@ -807,8 +815,7 @@ def html_page(
         *_published(exp, gains, confidence),
         "<h2>numasim's results</h2>",
         f"<pre>{esc(report.table_text(exp, summary, gains, confidence))}</pre>",
-        *[_img(f, "numasim: the metric (left) and the gain (right) vs n.")
-          for f in figures if f.suffix == ".png"],  # fmt: skip
+        *[_img(f, FIGURE_CAPTION) for f in figures if f.suffix == ".png"],
         *_ablation_section(exp, ablation, ablation_figures),
         "</body></html>",
     ]
