@@ -277,7 +277,8 @@ def effects(a: Ablation) -> pd.DataFrame:
         flips_sign = (r.gain_pct.round(2) * r.flipped_gain_pct.round(2) < 0).sum()
         clear = ((r.delta_ci_low > 0) | (r.delta_ci_high < 0)).sum()
         d = r.delta_pp
-        out.append({"assumption": f.name, "flipped": f.label, "cells": len(r),
+        # Cells without a gain under either setting ("—") are not counted.
+        out.append({"assumption": f.name, "flipped": f.label, "cells": int(d.notna().sum()),
                     "mean_delta_pp": d.mean(), "mean_abs_delta_pp": d.abs().mean(),
                     "max_abs_delta_pp": d.abs().max(), "sign_changes": int(flips_sign),
                     "clear": int(clear),
