@@ -348,14 +348,17 @@ def _count(n: int) -> str:
 
 
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
-                    fresh: bool) -> None:  # fmt: skip
+                    fresh: bool, ablate: bool = False,
+                    report_file: str | None = None) -> None:  # fmt: skip
     import pandas as pd
 
     from numasim import experiment as ex
-    from numasim import report, stats
+    from numasim import report, reproduction, stats
 
     out_dir = Path(out) if out else Path("numasim-results") / exp.name
     confidence = confidence or exp.confidence
+    if report_file:
+        _check_writable(report_file, "--report")  # before the sweep, not after it
     with _progress() as bar:
         task = bar.add_task(exp.name, total=None)
 
@@ -375,16 +378,64 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     with _writing(out_dir):
         files = report.write_tables(out_dir, runs, summary, gains)
         figures = report.write_figures(out_dir, exp, summary, gains)
+    ablation, ablation_files = None, []
+    if ablate or report_file:
+        with _progress() as bar:
+
+            def flip_progress(label: str):
+                task = bar.add_task(f"{exp.name} {label}", total=None)
+                return lambda done, total: bar.update(task, completed=done, total=total)
+
+            # Never --fresh here: the flips share the directory with the runs just made.
+            ablation = reproduction.ablate(exp, out_dir, runs, confidence, jobs=jobs,
+                                           cluster=cluster, on_progress=flip_progress)  # fmt: skip
+        with _writing(out_dir):
+            ablation_files = reproduction.write_ablation(out_dir, exp, ablation)
+    if report_file:
+        page = reproduction.html_page(exp, summary, gains, confidence, figures, ablation,
+                                      ablation_files)  # fmt: skip
+        _write(report_file, page)
     if as_json:
-        click.echo(json.dumps(report.json_rows(exp, gains)))
+        rows = report.json_rows(exp, gains)
+        if ablation is not None:
+            rows["ablation"] = reproduction.json_rows(ablation)
+        click.echo(json.dumps(rows))
         click.echo(reuse, err=True)
         return
     click.echo(report.table_text(exp, summary, gains, confidence, runs))
+    if ablation is not None:
+        click.echo()
+        click.echo(reproduction.table_text(exp, ablation))
     click.echo()
     click.echo(reuse)
+    if ablation is not None:
+        click.echo(f"ablation: computed {_count(ablation.computed)}, reused "
+                   f"{_count(ablation.reused)} runs with one assumption flipped")  # fmt: skip
+    files += [p for p in ablation_files if p.suffix == ".csv"]
+    figures += ablation_files
     click.echo(f"results: {', '.join(str(p) for p in files)}")
     click.echo(f"figures: {', '.join(str(p) for p in figures if p.suffix == '.png')}")
     click.echo(f"         (and SVG beside each PNG in {out_dir / 'figures'})")
+    if report_file:
+        click.echo(f"report: {report_file}")
+
+
+def _check_writable(path: str, option: str) -> None:
+    """``path`` can be written: its directory exists and takes a file (tried, not guessed from
+    permissions, which say nothing for root or read-only mounts)."""
+    import tempfile
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{option}: {path} is a directory; give a file name such as report.html")
+    parent = p.parent
+    if not parent.is_dir():
+        raise InputError(f"{option}: {path}: the directory {parent} does not exist")
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".numasim-", suffix=".tmp"):
+            pass
+    except OSError as e:
+        raise InputError(f"{option}: {path}: cannot write into {parent}: {e.strerror}") from None
 
 
 _common_experiment_options = [
@@ -449,7 +500,15 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
 @cli.command()
 @click.argument("name")
 @_experiment_options
-def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json) -> None:
+@click.option("--ablate", is_flag=True,
+              help="Also rerun with each modelling assumption flipped alone to the other "
+              "profile's value and report the gain's change (ablation.csv, figures).")  # fmt: skip
+@click.option("--report", "report_file", default=None, metavar="FILE.html",
+              help="Write one self-contained HTML page: setup, assumptions and their sources, "
+              "the published numbers beside numasim's, figures, the ablation (run too) and a "
+              "reading of sign, trend and magnitude.")  # fmt: skip
+def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json,
+              ablate, report_file) -> None:  # fmt: skip
     """Run a shipped experiment (numasim list experiments) or an experiment file, under its
     paper's modelling assumptions unless --assume says otherwise."""
     from numasim import experiment as ex
@@ -459,7 +518,7 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
     if replications:
         exp.replications = replications
     exp.assume = _assume(assume)
-    _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
+    _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh, ablate, report_file)
 
 
 @cli.command()

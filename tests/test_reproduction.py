@@ -1,0 +1,221 @@
+"""Reproductions (reproduction.py): the one-factor-at-a-time ablation flips exactly the
+assumptions that differ from the other profile and reports Δ = flipped − as run (checked here
+against the stored runs); the reading says "disagrees" when the numbers do; ``--report`` writes
+one self-contained page that a headless browser loads; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from numasim import experiment as ex
+from numasim import reproduction
+from numasim.cli import main
+
+TINY = """
+name = "tiny-repro"
+title = "origin-aware vs linux26 on a 4-cell Superdome"
+source = "a test"
+machines = ["hp-superdome-4"]
+baseline = "linux26@multilevel"
+policies = ["origin-aware@multilevel"]
+replications = 3
+seed = 11
+
+[assumptions]
+memory = {{ value = "parent", source = "a sentence of the paper about memory" }}
+
+[[workload]]
+name = "io"
+spec = "kind=io,exec=10-100,wait=50,arrival=uniform:300"
+
+[sweep]
+n = [20, 40, 60]
+
+[reference]
+source = "Table 9 (§9)"
+quote = "the policy wins"
+rows = [{rows}]
+"""
+ROWS = (
+    '{ workload = "io", n = 20, baseline = 100, policy = 95 }, '
+    '{ workload = "io", n = 40, gain_pct = 6.0 }, '
+    '{ workload = "io", n = 60, gain_pct = 7.0 }'
+)
+
+
+def tiny(d: Path, rows: str = ROWS) -> Path:
+    path = d / "tiny-repro.toml"
+    path.write_text(TINY.format(rows=rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory):
+    """One ``reproduce --ablate --report`` of the tiny file: (experiment file, out dir, page)."""
+    d = tmp_path_factory.mktemp("repro")
+    out, page = d / "out", d / "pages" / "tiny.html"
+    page.parent.mkdir()
+    args = ["reproduce", str(tiny(d)), "--out", str(out), "--jobs", "1", "--ablate",
+            "--report", str(page)]  # fmt: skip
+    assert main(args) == 0
+    return tiny(d), out, page
+
+
+def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduced):
+    path, out, _ = reproduced
+    p = reproduction.plan(ex.load(path))
+    # The file runs the linux profile with memory=parent (the paper's value): only slice and
+    # wake differ from the paper profile.
+    assert (p.current, p.other) == ("linux", "paper")
+    assert [(f.name, f.value, f.flipped) for f in p.flips] == [
+        ("slice", "wall", "work"), ("wake", "previous", "idlest")]  # fmt: skip
+    assert p.kept == [("memory", "parent")]
+    rows = pd.read_csv(out / "ablation.csv")
+    assert sorted(set(rows.assumption)) == ["slice", "wake"]
+    assert len(rows) == 2 * 3  # two flips × three n × one policy
+    for ext in ("png", "svg"):
+        assert (out / "figures" / f"tiny-repro-ablation-hp-superdome-4-io.{ext}").stat().st_size
+
+
+def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(reproduced):
+    _, out, _ = reproduced
+    # Gains straight from the store, by setting: (B_r − P_r) / B_r × 100, averaged.
+    db = sqlite3.connect(out / "results.sqlite")
+    tat: dict = defaultdict(dict)
+    for key_json, row_json in db.execute("SELECT key_json, row_json FROM runs"):
+        k = json.loads(key_json)
+        setting = ",".join(f"{a}={v}" for a, v in sorted(k["assumptions"].items()))
+        tat[(setting, k["n"], k["replication"])][k["policy"]] = json.loads(row_json)["mean_tat_ms"]
+    db.close()
+
+    def gain(setting: str, n: int) -> float:
+        g = [(r["linux26"] - r["origin-aware"]) / r["linux26"] * 100
+             for (s, nn, _), r in tat.items() if s == setting and nn == n]  # fmt: skip
+        assert len(g) == 3
+        return float(np.mean(g))
+
+    base = "memory=parent,slice=wall,wake=previous"
+    flips = {"slice": "memory=parent,slice=work,wake=previous",
+             "wake": "memory=parent,slice=wall,wake=idlest"}  # fmt: skip
+    assert {s for s, _, _ in tat} == {base, *flips.values()}
+    rows = pd.read_csv(out / "ablation.csv")
+    for r in rows.itertuples():
+        expected = gain(flips[r.assumption], r.n) - gain(base, r.n)
+        assert r.delta_pp == pytest.approx(expected, abs=1e-9)
+        assert r.delta_pp == pytest.approx(r.flipped_gain_pct - r.gain_pct, abs=1e-12)
+        assert r.delta_ci_low <= r.delta_pp <= r.delta_ci_high
+
+
+def test_a_rerun_reuses_every_run_of_the_ablation(reproduced, run):
+    path, out, _ = reproduced
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate")
+    assert r.code == 0, r.err
+    assert "ablation: computed 0, reused 36 runs" in r.out  # 2 flips × 3 n × 3 reps × 2
+    assert "not flipped (already the paper value): memory=parent" in r.out
+    assert re.search(r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp$", r.out, re.M), r.out
+
+
+def _gains(gain_by_n: dict[int, float], half: float = 0.5) -> pd.DataFrame:
+    return pd.DataFrame([{"machine": "hp-superdome-4", "workload": "io", "n": n,
+                          "policy": "origin-aware@multilevel", "baseline_mean": 100.0,
+                          "policy_mean": 100.0 - g, "gain_pct": g, "gain_ci_low": g - half,
+                          "gain_ci_high": g + half, "replications": 3}
+                         for n, g in gain_by_n.items()])  # fmt: skip
+
+
+def test_the_reading_states_disagreement_when_the_signs_are_opposite(tmp_path):
+    exp = ex.load(tiny(tmp_path))  # published: +5, +6, +7 % (rising)
+    text = " ".join(reproduction.reading(exp, _gains({20: -1.0, 40: -2.0, 60: -3.0}), 0.95))
+    assert "SIGN disagrees" in text and "at all 3 n" in text
+    assert "TREND disagrees" in text and "MAGNITUDE disagrees" in text
+    assert "0 of 3 published gains inside" in text
+    assert not re.search(r"\b(SIGN|TREND|MAGNITUDE) (partly )?agrees", text)
+    # The same signs and trend, and every published value inside numasim's interval.
+    text = " ".join(reproduction.reading(exp, _gains({20: 5.1, 40: 5.8, 60: 7.2}), 0.95))
+    assert "SIGN agrees: the same sign at all 3 n" in text
+    assert "TREND agrees: both rise" in text
+    assert "MAGNITUDE agrees" in text and "3 of 3 published gains inside" in text
+    assert "disagrees" not in text
+
+
+def test_the_reading_without_published_numbers_says_so(tmp_path):
+    path = tmp_path / "noref.toml"
+    path.write_text(tiny(tmp_path).read_text().split("[reference]")[0])
+    text = " ".join(reproduction.reading(ex.load(path), _gains({20: 1.0, 40: 2.0, 60: 3.0}), 0.95))
+    assert "carries no published numbers" in text and "nothing to compare" in text
+    assert "agrees" not in text
+
+
+def test_the_report_is_one_self_contained_page_with_the_sources(reproduced):
+    path, _, page = reproduced
+    assert [p.name for p in page.parent.iterdir()] == [page.name]  # nothing beside it
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    refs = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
+    assert refs and all(r.startswith("data:image/png;base64,") for r in refs)
+    assert not re.search(r"https?://", text) and "@import" not in text and "url(" not in text
+    import html
+
+    for _, _, why in ex.load(path).assumption_sources():
+        assert html.escape(why) in text
+    assert "a sentence of the paper about memory" in text
+    for section in ["Reading", "Setup", "Published and reproduced", "numasim's results",
+                    "Ablation: which assumption carries the result"]:  # fmt: skip
+        assert f"<h2>{section}</h2>" in text
+    assert "Table 9 (§9)" in text and "the policy wins" in text
+    assert text.count("<figure><img") == 2  # the experiment's figure and the ablation's
+
+
+def test_the_report_loads_in_headless_chromium(reproduced, tmp_path):
+    browser = next((p for b in ("chromium", "chromium-browser", "google-chrome")
+                    if (p := shutil.which(b))), None)  # fmt: skip
+    if browser is None:
+        pytest.fail("no headless browser: install Debian's chromium (make test installs it)")
+    _, _, page = reproduced
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, dom[:500]
+    status = dict(re.findall(r'data-([\w-]+)="([^"]*)"', body.group(1)))
+    assert status == {"loaded": "yes", "figures": "2", "figures-drawn": "2", "errors": "0",
+                      "error-list": ""}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["a-file/report.html", "missing-dir/report.html", "readonly"])
+def test_a_report_that_cannot_be_written_exits_2_with_one_line_before_running(run, tmp_path,
+                                                                              where):  # fmt: skip
+    (tmp_path / "a-file").write_text("not a directory")
+    if where == "readonly":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only directory")
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        where = "ro/report.html"
+    out = tmp_path / "out"
+    r = run("reproduce", tiny(tmp_path), "--out", out, "--report", tmp_path / where)
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and r.err.startswith("numasim: error: --report: "), r.err
+    assert not out.exists()  # refused before the sweep
+
+
+def test_ablate_json_carries_the_ablation_rows(reproduced, run):
+    path, out, _ = reproduced
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert len(data["rows"]) == 3 and len(data["ablation"]) == 6
+    assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake"}
