@@ -414,9 +414,6 @@ def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> No
 def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):
     """Per machine and workload, ``figures/NAME-MACHINE-WORKLOAD.{png,svg}`` (see ``figure``);
     the same data give the same bytes (no dates or software versions, a fixed SVG id salt)."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
     paths = []
@@ -424,10 +421,21 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
         for w in exp.workloads:
             fig = figure(exp, machine, w, summary, gains)
             stem = f"{exp.name}-{Path(machine).stem}-{w.name}"  # a machine may be a file path
-            with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
-                for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
-                    p = fig_dir / f"{stem}.{ext}"
-                    fig.savefig(p, dpi=150, metadata=meta)
-                    paths.append(p)
-            plt.close(fig)
+            paths += save_figure(fig, fig_dir / stem)
+    return paths
+
+
+def save_figure(fig: Any, stem: Path) -> list[Path]:
+    """``STEM.png`` and ``STEM.svg``, reproducible (no dates or versions, a fixed SVG id
+    salt); closes the figure."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
+        for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
+            p = stem.with_name(f"{stem.name}.{ext}")
+            fig.savefig(p, dpi=150, metadata=meta)
+            paths.append(p)
+    plt.close(fig)
     return paths

@@ -382,9 +382,6 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
 
 def write_figures(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
     """``figures/NAME-ablation-MACHINE-WORKLOAD.{png,svg}``, byte-reproducible as report's."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
     if not a.plan.flips:
         return []
     fig_dir = out / "figures"
@@ -394,12 +391,7 @@ def write_figures(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
         for w in exp.workloads:
             fig = figure(exp, a, machine, w.name)
             stem = f"{exp.name}-ablation-{Path(machine).stem}-{w.name}"
-            with matplotlib.rc_context({"svg.hashsalt": report.SVG_SALT}):
-                for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
-                    p = fig_dir / f"{stem}.{ext}"
-                    fig.savefig(p, dpi=150, metadata=meta)
-                    paths.append(p)
-            plt.close(fig)
+            paths += report.save_figure(fig, fig_dir / stem)
     return paths
 
 
