@@ -234,11 +234,20 @@ def test_ctrl_c_cancels_the_sweep_on_a_dask_cluster(run, tmp_path, local_cluster
 
 
 def _start(path, out, *extra):
-    """A sweep in its own process group (as a shell runs a command), once it has stored runs."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    """A sweep in its own process group (as a shell runs a command), once it has stored runs.
+
+    A shell starts a foreground command with Ctrl-C at its default; a test run started in the
+    background of a non-interactive shell inherits SIGINT ignored, and an ignored signal stays
+    ignored across exec. So this process's SIGINT is set to a handler (which exec resets to the
+    default) while the sweep starts."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "numasim", "reproduce", str(path), "--out", str(out), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, before)
     deadline = time.monotonic() + 60
     while stored_runs(out) == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
