@@ -185,22 +185,9 @@ def ablate(
 
 
 def _per_replication(runs: pd.DataFrame, exp: Experiment, metric: str) -> dict | None:
-    """``(machine, workload, n, policy) → Series of g_r by replication`` for times (None for
-    counts and factors, whose gain is not a mean of per-replication gains)."""
-    if not metric.endswith("_ms"):
-        return None
-    base = runs[runs.policy == exp.baseline.label].set_index(
-        ["machine", "workload", "n", "replication"]
-    )[metric]
-    out = {}
-    for v in exp.policies:
-        pol = runs[runs.policy == v.label].set_index(["machine", "workload", "n", "replication"])[
-            metric
-        ]
-        g = (base - pol) / base * 100
-        for (m, w, n), s in g.groupby(level=[0, 1, 2], sort=False):
-            out[(m, w, n, v.label)] = s.droplevel([0, 1, 2])
-    return out
+    """``(machine, workload, n, policy) → g_r`` by replication for times (None for counts and
+    factors, whose gain is not a mean of per-replication gains)."""
+    return stats.replication_gains(runs, exp, metric) if metric.endswith("_ms") else None
 
 
 # --- text ---------------------------------------------------------------------------------

@@ -62,32 +62,46 @@ def summarize(runs: pd.DataFrame, confidence: float, metric: str = "mean_tat_ms"
     return pd.DataFrame(out)
 
 
-def gains(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = "mean_tat_ms"):
-    """Paired gain of every policy over the baseline, per cell: ``metric`` and its ``unit``, the
-    two means (``baseline_mean``, ``policy_mean``, in that unit) and ``gain_pct`` with its interval
-    (positive = the policy's metric is lower, i.e. better)."""
+def _paired(runs: pd.DataFrame, exp: Experiment, metric: str):
+    """Per cell and compared policy: ``((machine, workload, n, policy), B, P)``, the baseline's
+    and the policy's ``metric`` on the replications both ran, indexed by replication."""
     base = exp.baseline.label
-    out = []
     for (machine, workload, n), g in runs.groupby(["machine", "workload", "n"], sort=False):
         b = g[g["policy"] == base].set_index("replication")[metric]
         for v in exp.policies:
             p = g[g["policy"] == v.label].set_index("replication")[metric]
             common = b.index.intersection(p.index)
-            bb, pp = b.loc[common].to_numpy(), p.loc[common].to_numpy()
-            if metric.endswith("_ms"):
-                # Times: the mean of the per-replication gains (each paired on one workload).
-                gain, _, half = t_interval((bb - pp) / bb * 100, confidence)
-            else:
-                # Counts and factors may be 0 in a replication: the paired mean difference,
-                # relative to the baseline mean.
-                diff, _, half = t_interval(bb - pp, confidence)
-                scale = 100 / bb.mean() if bb.mean() else math.nan
-                gain, half = diff * scale, half * scale
-            out.append({"machine": machine, "workload": workload, "n": int(n), "baseline": base,
-                        "policy": v.label, "metric": metric, "unit": unit(metric),
-                        "baseline_mean": float(bb.mean()), "policy_mean": float(pp.mean()),
-                        "gain_pct": gain, "gain_ci_low": gain - half, "gain_ci_high": gain + half,
-                        "replications": len(common), "confidence": confidence})  # fmt: skip
+            yield (machine, workload, int(n), v.label), b.loc[common], p.loc[common]
+
+
+def replication_gains(runs: pd.DataFrame, exp: Experiment, metric: str = "mean_tat_ms"):
+    """For a time metric, ``(machine, workload, n, policy) → g_r`` by replication, the paired
+    per-replication gains whose mean and t interval ``gains`` reports."""
+    return {key: (b - p) / b * 100 for key, b, p in _paired(runs, exp, metric)}
+
+
+def gains(runs: pd.DataFrame, exp: Experiment, confidence: float, metric: str = "mean_tat_ms"):
+    """Paired gain of every policy over the baseline, per cell: ``metric`` and its ``unit``, the
+    two means (``baseline_mean``, ``policy_mean``, in that unit) and ``gain_pct`` with its interval
+    (positive = the policy's metric is lower, i.e. better)."""
+    out = []
+    for (machine, workload, n, policy), b, p in _paired(runs, exp, metric):
+        bb, pp = b.to_numpy(), p.to_numpy()
+        if metric.endswith("_ms"):
+            # Times: the mean of the per-replication gains (each paired on one workload).
+            gain, _, half = t_interval((bb - pp) / bb * 100, confidence)
+        else:
+            # Counts and factors may be 0 in a replication: the paired mean difference,
+            # relative to the baseline mean.
+            diff, _, half = t_interval(bb - pp, confidence)
+            scale = 100 / bb.mean() if bb.mean() else math.nan
+            gain, half = diff * scale, half * scale
+        out.append({"machine": machine, "workload": workload, "n": n,
+                    "baseline": exp.baseline.label, "policy": policy, "metric": metric,
+                    "unit": unit(metric), "baseline_mean": float(bb.mean()),
+                    "policy_mean": float(pp.mean()), "gain_pct": gain,
+                    "gain_ci_low": gain - half, "gain_ci_high": gain + half,
+                    "replications": len(bb), "confidence": confidence})  # fmt: skip
     return pd.DataFrame(out)
 
 
