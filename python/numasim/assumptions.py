@@ -10,12 +10,11 @@ by and every table and figure prints.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
 from numasim import _core
-from numasim._core import InputError
 
 Setting = str | Mapping[str, str] | None
 
@@ -57,16 +56,22 @@ def text(setting: Setting) -> str:
     return setting
 
 
-def resolve(setting: Setting, origin: str = "assume", base: Setting = None) -> dict[str, str]:
+def resolve(
+    setting: Setting,
+    origin: str = "assume",
+    base: Setting = None,
+    profile: Callable[[str], dict[str, str]] | None = None,
+) -> dict[str, str]:
     """The full set of assumptions ``setting`` gives, on top of ``base`` (default: the linux
     profile), in registry order; an unknown name or value, or a name given twice within one
-    setting, is an InputError naming ``origin``. ``setting`` may change what ``base`` set."""
+    setting, is an InputError naming ``origin``. ``setting`` may change what ``base`` set. A
+    profile item starts over from ``profile(name)`` (default: that profile's values)."""
     out = dict(_core.resolve_assumptions(origin, text(base)))
     setting = text(setting)
     _core.resolve_assumptions(origin, setting)  # checks the whole setting
     for item in (i.strip() for i in setting.split(",")):
         if item in PROFILES:
-            out = dict(_core.resolve_assumptions(origin, item))
+            out = profile(item) if profile else dict(_core.resolve_assumptions(origin, item))
         elif item:
             name, value = item.split("=", 1)
             out[name.strip()] = value.strip()
@@ -107,10 +112,3 @@ def listing() -> str:
         for p in PROFILES:
             lines.append(f"  source ({p}): {a[p]['source']}")
     return "\n".join(lines)
-
-
-def check_value(origin: str, name: str, value: str) -> None:
-    """An InputError unless ``name=value`` is a known assumption and value."""
-    if not isinstance(value, str):
-        raise InputError(f"{origin}: the value must be text, not {value!r}")
-    resolve(f"{name}={value}", origin)

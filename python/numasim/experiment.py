@@ -116,17 +116,14 @@ class Experiment:
         from numasim import assumptions as a
 
         own = ",".join(f"{k}={v}" for k, (v, _) in self.set_assumptions.items())
-        out = a.resolve(own, self.origin, base=self.profile)
+
+        def profile(name: str) -> dict[str, str]:
+            return a.resolve(own if name == self.profile else "", self.origin, base=name)
+
+        out = profile(self.profile)
         if not self.assume:
             return out
-        a.resolve(self.assume, "--assume")  # checks the whole setting
-        for item in (i.strip() for i in self.assume.split(",")):
-            if item in a.PROFILES:
-                out = a.resolve(own if item == self.profile else "", self.origin, base=item)
-            elif item:
-                name, value = item.split("=", 1)
-                out[name.strip()] = value.strip()
-        return out
+        return a.resolve(self.assume, "--assume", base=a.canonical(out), profile=profile)
 
     def assumption_sources(self) -> list[tuple[str, str, str]]:
         """``(name, value, why)`` for every assumption of this run: the file's sentence for
@@ -297,7 +294,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     from numasim import assumptions as a
 
     for name, entry in f.assumptions.items():
-        a.check_value(f"{origin}: assumptions.{name}", name, entry.value)
+        a.resolve(f"{name}={entry.value}", f"{origin}: assumptions.{name}")
     exp = Experiment(
         name=f.name,
         title=f.title,
@@ -567,7 +564,9 @@ def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
             variants.append(v)
     # run_batch returns the runs replication by replication, variants in this order: the
     # order the batch lists them in (plan groups replications that miss the same variants).
-    assume = ",".join(f"{k}={v}" for k, v in first.fields["assumptions"].items())
+    from numasim.assumptions import canonical
+
+    assume = canonical(first.fields["assumptions"])
     return infos[first.machine], first.workload.spec, first.n, reps, variants, assume
 
 
