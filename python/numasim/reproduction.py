@@ -62,7 +62,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from numasim import assumptions as assume
-from numasim import report, stats
+from numasim import report, run_report, stats
 from numasim.experiment import METRIC_LABELS, Experiment, execute
 
 #: |Spearman ρ| of gain vs n from which the gains are said to rise or fall.
@@ -208,7 +208,7 @@ def _delta(x: float, lo: float, hi: float) -> str:
     return text if report._nan(lo) else f"{text} ± {report.fmt(hi - x, 2)}"
 
 
-def setting_text(exp: Experiment, p: Plan) -> str:
+def setting_text(exp: Experiment) -> str:
     """The experiment's setting as its profile, or its items."""
     profile = assume.profile_of(exp.assumptions)
     return f"{profile} profile" if profile else assume.canonical(exp.assumptions)
@@ -237,7 +237,7 @@ def table_text(exp: Experiment, a: Ablation) -> str:
         ["machine", "workload", "policy"], sort=False
     ):
         lines += ["", f"{machine} · {workload} · {policy}"]
-        header = ["n", f"as run ({setting_text(exp, p)})"]
+        header = ["n", f"as run ({setting_text(exp)})"]
         for f in p.flips:
             header += [f.label, "Δ pp"]
         out = [header]
@@ -333,7 +333,7 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
     w = next(w for w in exp.workloads if w.name == workload)
     ns = sorted(exp.ns)
     span = (ns[-1] - ns[0]) or 1
-    series = [("as run (" + setting_text(exp, a.plan) + ")", a.base, None)]
+    series = [("as run (" + setting_text(exp) + ")", a.base, None)]
     series += [(f.label, a.gains[f.name], f) for f in a.plan.flips]
     k = len(series)
     panels_n = len(exp.policies)
@@ -573,47 +573,17 @@ def ablation_reading(exp: Experiment, a: Ablation) -> list[str]:
 
 # --- the HTML page ------------------------------------------------------------------------
 
-_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222;
-       padding: 0 1em; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; }
-h2 { margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-h3 { margin-bottom: 0.3em; }
-.sub { color: #555; margin-top: 0; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-td, th { padding: 2px 10px; text-align: left; vertical-align: top; }
-tr:nth-child(even) { background: #f4f4f4; } th { background: #e4e4e4; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+#: The run report's stylesheet, with what this page adds (wide tables, quotes, the reading).
+_STYLE = (
+    run_report.PAGE_STYLE
+    + """
 td.num { white-space: nowrap; }
 td.why { max-width: 640px; font-size: 0.92em; }
-figure { margin: 0.8em 0; } figure img { max-width: 100%; height: auto; }
 div.wide { overflow-x: auto; } table { font-size: 0.95em; }
-figcaption { color: #555; font-size: 0.9em; }
 blockquote { color: #444; border-left: 3px solid #ccc; margin: 0.5em 0; padding-left: 1em; }
 ul.reading li { margin-bottom: 0.5em; }
 """
-
-#: Records script and resource errors and how many figures drew (``<body data-...>``), as the
-#: run report does, for the headless-browser check.
-_SCRIPT = """
-(function () {
-  var errors = [];
-  window.addEventListener("error", function (e) {
-    var t = e.target;
-    var what = t && t !== window ? "resource " + (t.src || t.href || t.tagName) : e.message;
-    errors.push(String(what));
-  }, true);
-  window.addEventListener("load", function () {
-    var figs = document.querySelectorAll("figure img"), drawn = 0;
-    for (var i = 0; i < figs.length; i++) {
-      if (figs[i].complete && figs[i].naturalWidth > 50) drawn++;
-    }
-    var b = document.body.dataset;
-    b.loaded = "yes"; b.figures = figs.length; b.figuresDrawn = drawn;
-    b.errors = errors.length; b.errorList = errors.join(" | ");
-  });
-})();
-"""
+)
 
 
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset(),
@@ -784,7 +754,7 @@ def html_page(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>numasim reproduction · {esc(exp.name)}</title>",
-        f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>",
+        f"<style>{_STYLE}</style><script>{run_report.PAGE_SCRIPT}</script></head><body>",
         f"<h1>{esc(title)}</h1>",
         f'<p class="sub">numasim {esc(__version__)} · {esc(assume.describe(exp.assumptions))}</p>',
         "<h2>Reading</h2>",

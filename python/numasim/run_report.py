@@ -37,7 +37,8 @@ FAR_CAPTION = (
     "(log scale; 10 = at their origin node)."
 )
 
-_STYLE = """
+#: The stylesheet of numasim's HTML pages (the run report, the reproduction report).
+PAGE_STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 h2 { margin-top: 1.6em; border-bottom: 1px solid #ccc; }
@@ -46,11 +47,13 @@ table { border-collapse: collapse; margin: 0.5em 0; }
 td, th { padding: 2px 10px; text-align: left; vertical-align: top; }
 tr:nth-child(even) { background: #f4f4f4; } th { background: #e4e4e4; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 0.8em 0; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 0.8em 0; } figure svg, figure img { max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: 0.9em; }
 """
 
-_SCRIPT = """
+#: Records script and resource errors and how many figures (inline SVG or embedded images)
+#: drew, on ``<body data-...>``, for the headless-browser checks of numasim's pages.
+PAGE_SCRIPT = """
 (function () {
   var errors = [];
   window.addEventListener("error", function (e) {
@@ -59,10 +62,12 @@ _SCRIPT = """
     errors.push(String(what));
   }, true);
   window.addEventListener("load", function () {
-    var figs = document.querySelectorAll("figure svg"), drawn = 0;
+    var figs = document.querySelectorAll("figure svg, figure img"), drawn = 0;
     for (var i = 0; i < figs.length; i++) {
-      var r = figs[i].getBoundingClientRect();
-      if (r.width > 50 && r.height > 50) drawn++;
+      var f = figs[i], r = f.getBoundingClientRect();
+      var ok = f.tagName === "IMG" ? f.complete && f.naturalWidth > 50
+                                   : r.width > 50 && r.height > 50;
+      if (ok) drawn++;
     }
     var b = document.body.dataset;
     b.loaded = "yes"; b.figures = figs.length; b.figuresDrawn = drawn;
@@ -240,7 +245,7 @@ def html_report(record: RunRecord) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>numasim · {esc(title)}</title>",
-        f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>",
+        f"<style>{PAGE_STYLE}</style><script>{PAGE_SCRIPT}</script></head><body>",
         f"<h1>{esc(title)}</h1>",
         f'<p class="sub">workload <code>{esc(str(record.workload))}</code>, seed {record.seed};'
         f" numasim {esc(__version__)}<br>{esc(describe(record.assumptions))}</p>",
