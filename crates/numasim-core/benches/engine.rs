@@ -2,8 +2,8 @@
 //! (domain building, placement- and balance-heavy workloads). Whole-scenario figures with
 //! peak memory come from `numasim bench`; see docs/PERFORMANCE.md.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig};
 use numasim_core::machine::{generate::Generator, Machine, MachineParts};
 use numasim_core::workload::{Workload, WorkloadSpec};
 
@@ -41,7 +41,7 @@ fn workload(m: &Machine, spec: &str) -> Workload {
 fn run(m: &Machine, b: Builder, w: &Workload) -> u64 {
     let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig::default();
-    engine::run_policy(m, &d, w, "linux26", &config)
+    numasim_core::run_policy(m, &d, w, "linux26", &config)
         .unwrap()
         .events
 }

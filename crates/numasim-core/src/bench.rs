@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::config::EngineConfig;
 use crate::domains::{BuildOptions, Builder};
-use crate::engine::{self, EngineConfig};
 use crate::error::Result;
 use crate::machine::Machine;
 use crate::workload::WorkloadSpec;
@@ -47,7 +47,7 @@ pub fn run(
     let domains = builder.build(machine, &BuildOptions::default());
     let t2 = Instant::now();
     let config = EngineConfig::default();
-    let r = engine::run_policy(machine, &domains, &workload, policy_name, &config)?;
+    let r = crate::run_policy(machine, &domains, &workload, policy_name, &config)?;
     let t3 = Instant::now();
     let run_s = (t3 - t2).as_secs_f64();
     Ok(BenchResult {

@@ -11,19 +11,34 @@
 //!   multilevel, linux) ──► per CPU: levels → groups
 //! ```
 //!
-//! Later layers build on these two: workloads (`workload`), the engine and its metrics
-//! (`engine/`), balancing policies (`policy/`, one module each) and the Perfetto trace of a
-//! run (`trace`).
+//! Later layers build on these two, each depending only on the ones above it:
+//!
+//! ```text
+//!   workload ─┐   load (2.6 cpu_load)   memory (pages per node)
+//!             └──────────┬──────────────────┘
+//!                      state        per CPU, process, thread group
+//!                        │
+//!                    interface      Policy trait, View, decisions (Attempt, Move, PageMove)
+//!                  ┌─────┴──────┐
+//!               engine        policy/   event loop + metrics │ one module per policy + registry
+//!                  └─────┬──────┘
+//!                  run_policy, trace (Perfetto), bench
+//! ```
 
 pub mod assumptions;
 pub mod bench;
 pub mod budget;
+pub mod config;
 pub mod cpuset;
 pub mod domains;
 pub mod engine;
 pub mod error;
+pub mod interface;
+pub mod load;
 pub mod machine;
+pub mod memory;
 pub mod policy;
+pub mod state;
 #[cfg(feature = "testutils")]
 pub mod testutils;
 pub mod trace;
@@ -32,3 +47,21 @@ pub mod workload;
 pub use domains::{Builder, Domains, Group, Level, LevelParams};
 pub use error::{InputError, Result};
 pub use machine::Machine;
+
+/// Runs `workload` on `machine` under the policy a setting names (`name[:key=value,...]`),
+/// built for these domains and this config: what the bindings, `numasim bench` and tests run.
+pub fn run_policy(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &workload::Workload,
+    policy: &str,
+    config: &config::EngineConfig,
+) -> Result<engine::RunResult> {
+    let ctx = interface::PolicyContext {
+        machine,
+        domains,
+        config,
+    };
+    let mut p = policy::by_name(policy, &ctx)?;
+    engine::run(machine, domains, workload, p.as_mut(), config)
+}

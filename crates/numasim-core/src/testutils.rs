@@ -79,7 +79,7 @@ pub struct Setup {
     pub m: Machine,
     pub d: crate::Domains,
     pub w: crate::workload::Workload,
-    pub config: crate::engine::EngineConfig,
+    pub config: crate::config::EngineConfig,
 }
 
 impl Setup {
@@ -90,13 +90,13 @@ impl Setup {
             m,
             d,
             w,
-            config: crate::engine::EngineConfig::default(),
+            config: crate::config::EngineConfig::default(),
         }
     }
 
     /// What a policy is built from.
-    pub fn ctx(&self) -> crate::engine::PolicyContext<'_> {
-        crate::engine::PolicyContext {
+    pub fn ctx(&self) -> crate::interface::PolicyContext<'_> {
+        crate::interface::PolicyContext {
             machine: &self.m,
             domains: &self.d,
             config: &self.config,

@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{InputError, Result};
 
+/// Index of a process in the workload (= its pid).
+pub type Pid = usize;
+
 const MS: f64 = 1e6;
 
 /// What a process does with the CPU.

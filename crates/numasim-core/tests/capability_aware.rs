@@ -1,8 +1,9 @@
 //! The capability-aware balancer (SPEC §6.3) against linux26 on machines with speed cores.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::engine::scene::Scene;
-use numasim_core::engine::{self, EngineConfig, RunResult};
+use numasim_core::engine::RunResult;
 use numasim_core::policy::capability_aware::{CapabilityAware, PlaceScope};
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::policy::{Attempt, BalanceKind, Policy};
@@ -181,7 +182,7 @@ fn threads_of_one_process_stay_on_one_core_class() {
     .unwrap()
     .generate("w", 5, m.node_cpu_lists())
     .unwrap();
-    let r = engine::run_policy(&m, &d, &w, "capability-aware", &config).unwrap();
+    let r = numasim_core::run_policy(&m, &d, &w, "capability-aware", &config).unwrap();
     let mut groups = std::collections::BTreeMap::<usize, Vec<(f64, f64)>>::new();
     for pr in &r.processes {
         groups
@@ -203,7 +204,7 @@ fn threads_of_one_process_stay_on_one_core_class() {
     // Both classes are used (the rule is not "everything on speed cores").
     assert_eq!(classes.len(), 2);
     // linux26, unaware of speed, splits groups across classes.
-    let r = engine::run_policy(&m, &d, &w, "linux26", &config).unwrap();
+    let r = numasim_core::run_policy(&m, &d, &w, "linux26", &config).unwrap();
     let split = r
         .processes
         .chunks(4)

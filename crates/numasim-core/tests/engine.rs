@@ -1,7 +1,9 @@
 //! Hand-computed schedules and engine invariants.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, RunResult};
+use numasim_core::engine::{self, RunResult};
+use numasim_core::interface;
 use numasim_core::machine::Machine;
 use numasim_core::policy;
 use numasim_core::testutils;
@@ -18,7 +20,7 @@ fn proc(pid: u32, arrival_ms: u64, demand_ms: u64, spawn: u32, mem: f64) -> Proc
 
 fn simulate(m: &Machine, builder: Builder, w: &Workload, config: &EngineConfig) -> RunResult {
     let d = builder.build(m, &BuildOptions::default());
-    engine::run_policy(m, &d, w, "linux26", config).unwrap()
+    numasim_core::run_policy(m, &d, w, "linux26", config).unwrap()
 }
 
 fn tat(r: &RunResult) -> Vec<f64> {
@@ -91,18 +93,18 @@ impl policy::Policy for MovePagesOnce {
     fn name(&self) -> &'static str {
         "test"
     }
-    fn place_new(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, _: usize) -> Option<usize> {
         Some(self.place)
     }
-    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, prev: usize) -> Option<usize> {
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
         Some(prev)
     }
-    fn next_periodic_ns(&self, _: &engine::View<'_>, _: usize) -> Option<u64> {
+    fn next_periodic_ns(&self, _: &interface::View<'_>, _: usize) -> Option<u64> {
         (!self.done).then_some(0)
     }
     fn balance(
         &mut self,
-        _: &engine::View<'_>,
+        _: &interface::View<'_>,
         _: usize,
         _: usize,
         _: policy::BalanceKind,
@@ -176,32 +178,32 @@ impl policy::Policy for Hold {
     fn name(&self) -> &'static str {
         "hold"
     }
-    fn place_new(&mut self, _: &engine::View<'_>, _: usize, spawn: usize) -> Option<usize> {
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, spawn: usize) -> Option<usize> {
         if self.global_ns.is_some() {
             Some(spawn)
         } else {
             None
         }
     }
-    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, _: usize) -> Option<usize> {
         None
     }
-    fn first_touch_node(&mut self, v: &engine::View<'_>, _: usize, cpu: usize) -> usize {
+    fn first_touch_node(&mut self, v: &interface::View<'_>, _: usize, cpu: usize) -> usize {
         self.home.unwrap_or(v.machine.cpu_node(cpu))
     }
-    fn cpu_idle(&mut self, v: &engine::View<'_>, cpu: usize) -> Option<policy::Attempt> {
+    fn cpu_idle(&mut self, v: &interface::View<'_>, cpu: usize) -> Option<policy::Attempt> {
         let pid = v.held().next()?;
         Some(policy::Attempt {
             places: vec![(pid, cpu)],
             ..policy::Attempt::default()
         })
     }
-    fn next_periodic_ns(&self, _: &engine::View<'_>, _: usize) -> Option<u64> {
+    fn next_periodic_ns(&self, _: &interface::View<'_>, _: usize) -> Option<u64> {
         None
     }
     fn balance(
         &mut self,
-        _: &engine::View<'_>,
+        _: &interface::View<'_>,
         _: usize,
         _: usize,
         _: policy::BalanceKind,
@@ -211,7 +213,7 @@ impl policy::Policy for Hold {
     fn global_period_ns(&self) -> Option<u64> {
         self.global_ns
     }
-    fn global_balance(&mut self, v: &engine::View<'_>) -> Option<policy::Attempt> {
+    fn global_balance(&mut self, v: &interface::View<'_>) -> Option<policy::Attempt> {
         self.global_calls += 1;
         let pid = v.queued(0).next_back()?;
         Some(policy::Attempt {
@@ -308,18 +310,18 @@ impl policy::Policy for StallOnce {
     fn name(&self) -> &'static str {
         "test"
     }
-    fn place_new(&mut self, _: &engine::View<'_>, _: usize, _: usize) -> Option<usize> {
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, _: usize) -> Option<usize> {
         Some(self.place)
     }
-    fn place_wakeup(&mut self, _: &engine::View<'_>, _: usize, prev: usize) -> Option<usize> {
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
         Some(prev)
     }
-    fn next_periodic_ns(&self, _: &engine::View<'_>, cpu: usize) -> Option<u64> {
+    fn next_periodic_ns(&self, _: &interface::View<'_>, cpu: usize) -> Option<u64> {
         (cpu == self.place && !self.done).then_some(self.at_ns)
     }
     fn balance(
         &mut self,
-        _: &engine::View<'_>,
+        _: &interface::View<'_>,
         cpu: usize,
         level: usize,
         kind: policy::BalanceKind,

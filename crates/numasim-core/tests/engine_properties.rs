@@ -2,8 +2,9 @@
 //! once, work is conserved, no CPU runs two processes at once, no process runs on two CPUs at
 //! once, CPU time adds up, and the same seed gives the same result — also run in parallel.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, RunResult};
+use numasim_core::engine::RunResult;
 use numasim_core::machine::Machine;
 use numasim_core::testutils;
 use numasim_core::workload::WorkloadSpec;
@@ -49,7 +50,7 @@ fn run_assuming(
         .unwrap()
         .generate("w", seed, m.node_cpu_lists())
         .unwrap();
-    engine::run_policy(m, &d, &w, policy, &config).unwrap()
+    numasim_core::run_policy(m, &d, &w, policy, &config).unwrap()
 }
 
 fn machine() -> impl Strategy<Value = Machine> {

@@ -6,8 +6,8 @@
 //! purpose: every process is spawned on node 0 and they arrive over a second with different
 //! demands, so runqueues drift apart after fork placement and only balancing evens them out.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig};
 use numasim_core::machine::Machine;
 use numasim_core::policy::POLICIES;
 use numasim_core::testutils;
@@ -32,7 +32,7 @@ fn check_machine(machine: &str, m: &Machine, w: &Workload, failures: &mut Vec<St
     for policy in POLICIES.iter().map(|p| p.name) {
         for builder in Builder::ALL {
             let d = builder.build(m, &BuildOptions::default());
-            let r = engine::run_policy(m, &d, w, policy, &EngineConfig::default())
+            let r = numasim_core::run_policy(m, &d, w, policy, &EngineConfig::default())
                 .unwrap_or_else(|e| panic!("{machine}: {policy} over {builder}: {e}"));
             let b = &r.summary.balance;
             let periodic: u64 = b.periodic.iter().sum();

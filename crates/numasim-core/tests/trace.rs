@@ -1,8 +1,9 @@
 //! Perfetto traces: a hand-checked two-CPU run as a golden snapshot, windows, saved runs read
 //! back, and the trace rules on every policy over random machines and workloads.
 
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::{self, EngineConfig, RunResult};
+use numasim_core::engine::RunResult;
 use numasim_core::machine::{file, Machine};
 use numasim_core::policy;
 use numasim_core::testutils;
@@ -13,7 +14,7 @@ use serde_json::Value;
 
 fn run(m: &Machine, b: Builder, policy: &str, w: &Workload, config: &EngineConfig) -> RunResult {
     let d = b.build(m, &BuildOptions::default());
-    engine::run_policy(m, &d, w, policy, config).unwrap()
+    numasim_core::run_policy(m, &d, w, policy, config).unwrap()
 }
 
 /// tests/engine.rs's `idle_cpu_pulls_once_the_task_is_cache_cold`, traced: one node, two CPUs,

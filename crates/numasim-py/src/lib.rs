@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use numasim_core::assumptions::{Assumptions, Registry};
+use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::engine::EngineConfig;
 use numasim_core::machine::{file, sysfs};
 use numasim_core::trace::{self, RunEvents, Window};
 use numasim_core::workload::WorkloadSpec;
@@ -240,7 +240,7 @@ fn simulate(
     };
     py.detach(|| {
         let domains = b.build(m, &BuildOptions::default());
-        let r = numasim_core::engine::run_policy(m, &domains, w, policy, &config)?;
+        let r = numasim_core::run_policy(m, &domains, w, policy, &config)?;
         Ok(serde_json::to_string(&r).expect("serialisable"))
     })
     .map_err(input_err)

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::policy::MigrationKind;
+use crate::interface::MigrationKind;
 
 use super::State;
 

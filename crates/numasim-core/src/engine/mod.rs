@@ -1,4 +1,7 @@
-//! The discrete-event simulation engine (SPEC §4).
+//! The discrete-event simulation engine (SPEC §4): the event loop, dispatch, and the checking and
+//! applying of policy decisions. The state it changes is in [`crate::state`], the memory model in
+//! [`crate::memory`], load tracking in [`crate::load`], and what policies see and return in
+//! [`crate::interface`].
 //!
 //! ```text
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
@@ -32,44 +35,22 @@ pub mod scene;
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64;
 
-use crate::assumptions::{Assumptions, Memory, SliceCharge};
+use crate::assumptions::{Memory, SliceCharge};
+use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
+use crate::interface::{Attempt, BalanceKind, MigrationKind, PState, Pid, Policy, View};
 use crate::machine::{CpuId, Machine};
-use crate::policy::{Attempt, BalanceKind, MigrationKind, Pid, Policy};
+use crate::state::{CpuState, GroupState, ProcState};
 use crate::workload::{Kind, Workload};
 
 pub use metrics::{ProcResult, RunResult, Summary};
-
-/// Load weight of a nice-0 task (`NICE_0_LOAD` / `SCHED_LOAD_SCALE` in 2.6.18).
-pub const NICE_0_LOAD: u64 = 128;
-
-/// Engine parameters (SPEC §4 defaults; all configurable).
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineConfig {
-    /// Round-robin timeslice (2.6 `DEF_TIMESLICE`, 100 ms).
-    pub timeslice_ns: u64,
-    /// Scheduler tick (HZ = 1000).
-    pub tick_ns: u64,
-    /// Cache refill after a migration inside a node.
-    pub refill_in_node_ns: u64,
-    /// Cache refill after a migration across nodes, per SLIT unit (0.5 ms × distance / 10).
-    pub refill_per_distance_ns: u64,
-    pub cost_per_rq_ns: u64,
-    pub cost_per_task_ns: u64,
-    pub cost_per_migration_ns: u64,
-    /// Record every running interval (for traces and invariant checks).
-    pub record_trace: bool,
-    /// The modelling assumptions (SPEC §10; `crate::assumptions`): where memory and origin are,
-    /// what uses up a slice.
-    pub assumptions: Assumptions,
-}
 
 /// One running interval of a process on a CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -94,274 +75,6 @@ pub struct TraceEvents {
     pub balances: Vec<(u64, CpuId, usize, Cow<'static, str>, usize)>,
     /// `(time_ns, cpu, nr_running)` whenever a runqueue's length changes.
     pub runqueue: Vec<(u64, CpuId, usize)>,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            timeslice_ns: 100_000_000,
-            tick_ns: 1_000_000,
-            refill_in_node_ns: 100_000,
-            refill_per_distance_ns: 50_000,
-            cost_per_rq_ns: 1_000,
-            cost_per_task_ns: 200,
-            cost_per_migration_ns: 5_000,
-            record_trace: false,
-            assumptions: Assumptions::default(),
-        }
-    }
-}
-
-/// What a policy gets when it is built.
-pub struct PolicyContext<'a> {
-    pub machine: &'a Machine,
-    pub domains: &'a Domains,
-    pub config: &'a EngineConfig,
-}
-
-/// Lifecycle of a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PState {
-    Pending,
-    /// Arrived or woken, waiting for the policy to give it a processor.
-    Held,
-    Runnable,
-    Running,
-    Blocked,
-    Done,
-}
-
-/// Per-tick decayed CPU load (2.6.18 `update_load` in `scheduler_tick`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct LoadAvg {
-    cpu_load: [u64; 3],
-    /// Index of the last tick applied.
-    tick: u64,
-}
-
-impl LoadAvg {
-    /// The averages after applying ticks up to `now_tick` with a constant `raw` load.
-    fn at(&self, now_tick: u64, raw: u64) -> [u64; 3] {
-        let mut l = self.cpu_load;
-        let mut t = self.tick;
-        while t < now_tick {
-            let before = l;
-            for (i, v) in l.iter_mut().enumerate() {
-                let scale = 1u64 << i;
-                *v = (*v * (scale - 1) + raw) / scale;
-            }
-            t += 1;
-            if l == before {
-                break; // converged: further ticks change nothing
-            }
-        }
-        l
-    }
-
-    fn caught_up(self, now_tick: u64, raw: u64) -> Self {
-        if now_tick <= self.tick {
-            return self;
-        }
-        Self {
-            cpu_load: self.at(now_tick, raw),
-            tick: now_tick,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-struct CpuState {
-    queue: VecDeque<Pid>,
-    current: Option<Pid>,
-    acct_ns: u64,
-    stall_until: u64,
-    milestone_gen: u64,
-    balance_gen: u64,
-    busy_ns: u64,
-    balance_ns: u64,
-    /// Averages up to the last tick applied. A `Cell` so that reading them through the View
-    /// can memoise the ticks it had to apply (the raw load is constant between updates).
-    load: std::cell::Cell<LoadAvg>,
-}
-
-impl CpuState {
-    /// The load averages with every tick up to `now_tick` applied (at the current raw load,
-    /// constant since the last change), memoised in the cell.
-    fn load_at(&self, now_tick: u64) -> LoadAvg {
-        let raw = NICE_0_LOAD * self.nr_running() as u64;
-        let load = self.load.get().caught_up(now_tick, raw);
-        self.load.set(load);
-        load
-    }
-
-    fn nr_running(&self) -> usize {
-        self.queue.len() + usize::from(self.current.is_some())
-    }
-}
-
-#[derive(Debug, Clone)]
-struct ProcState {
-    state: PState,
-    cpu: CpuId,
-    origin_cpu: Option<CpuId>,
-    remaining: f64,
-    burst_left: f64,
-    rng: Pcg64,
-    slice_left_ns: u64,
-    last_ran_ns: Option<u64>,
-    refill_pending_ns: u64,
-    first_run_ns: Option<u64>,
-    completion_ns: Option<u64>,
-    /// (node, ns) for the nodes it ran on: processes visit few nodes, machines have many.
-    run_ns_by_node: Vec<(u32, u64)>,
-    run_ns_fast: u64,
-    run_ns_slow: u64,
-    refill_ns: u64,
-    migrations_by_kind: [u32; MigrationKind::ALL.len()],
-    migrations_by_level: Vec<u32>,
-    /// Migrations between CPUs of different speeds.
-    class_migrations: u32,
-    remote_weighted_ns: f64,
-    mem_time_ns: f64,
-    io_wait_ns: u64,
-    blocked_since: u64,
-    work_done: f64,
-    run_start_ns: u64,
-}
-
-/// A thread group. Page shares and thread counts are sparse `(node, value)` lists: a group
-/// touches few nodes, machines may have many (1 000 000 single-threaded groups on 64 nodes).
-#[derive(Debug, Clone, Default)]
-struct GroupState {
-    threads: usize,
-    pages: Vec<(usize, f64)>,
-    on_node: Vec<(usize, u32)>,
-}
-
-/// The entry of `node` in a sparse list, created at `zero` if missing.
-fn entry<T: Copy>(list: &mut Vec<(usize, T)>, node: usize, zero: T) -> &mut T {
-    let at = match list.iter().position(|(n, _)| *n == node) {
-        Some(at) => at,
-        None => {
-            list.push((node, zero));
-            list.len() - 1
-        }
-    };
-    &mut list[at].1
-}
-
-/// What a policy can see: a read-only view of the simulation state at `now`.
-pub struct View<'a> {
-    pub now: u64,
-    pub machine: &'a Machine,
-    pub domains: &'a Domains,
-    pub config: &'a EngineConfig,
-    cpus: &'a [CpuState],
-    procs: &'a [ProcState],
-    groups: &'a [GroupState],
-    workload: &'a Workload,
-    held: &'a std::collections::BTreeSet<Pid>,
-}
-
-/// A process as a policy sees it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ProcInfo {
-    pub pid: Pid,
-    pub tgid: usize,
-    pub kind: Kind,
-    pub mem: f64,
-    pub state: PState,
-    /// Current CPU (or the last one).
-    pub cpu: CpuId,
-    pub origin_cpu: Option<CpuId>,
-    /// When it last stopped running (for cache hotness); `None` if it never ran.
-    pub last_ran_ns: Option<u64>,
-    pub arrival_ns: u64,
-    /// Time on a CPU so far (up to the last accounting of its CPU): a policy that samples it
-    /// periodically gets the process's load history.
-    pub cpu_ns: u64,
-}
-
-impl View<'_> {
-    /// Runnable + running processes on `cpu`.
-    pub fn nr_running(&self, cpu: CpuId) -> usize {
-        self.cpus[cpu].nr_running()
-    }
-
-    /// The running process.
-    pub fn current(&self, cpu: CpuId) -> Option<Pid> {
-        self.cpus[cpu].current
-    }
-
-    /// Runnable, not running processes; the front runs next.
-    pub fn queued(
-        &self,
-        cpu: CpuId,
-    ) -> impl DoubleEndedIterator<Item = Pid> + ExactSizeIterator + '_ {
-        self.cpus[cpu].queue.iter().copied()
-    }
-
-    /// Whether nothing runs on `cpu`.
-    pub fn idle(&self, cpu: CpuId) -> bool {
-        self.cpus[cpu].current.is_none() && self.cpus[cpu].queue.is_empty()
-    }
-
-    /// Instantaneous load: `NICE_0_LOAD` × nr_running (`raw_weighted_load`).
-    pub fn raw_load(&self, cpu: CpuId) -> u64 {
-        NICE_0_LOAD * self.nr_running(cpu) as u64
-    }
-
-    /// `cpu_load[idx - 1]` decayed per tick up to now (idx 0 = the raw load).
-    pub fn cpu_load(&self, cpu: CpuId, idx: usize) -> u64 {
-        if idx == 0 {
-            return self.raw_load(cpu);
-        }
-        self.cpus[cpu]
-            .load_at(self.now / self.config.tick_ns)
-            .cpu_load[idx - 1]
-    }
-
-    /// A process.
-    pub fn proc(&self, pid: Pid) -> ProcInfo {
-        let p = &self.procs[pid];
-        let w = &self.workload.processes[pid];
-        ProcInfo {
-            pid,
-            tgid: w.tgid as usize,
-            kind: w.kind,
-            mem: w.mem,
-            state: p.state,
-            cpu: p.cpu,
-            origin_cpu: p.origin_cpu,
-            last_ran_ns: p.last_ran_ns,
-            arrival_ns: w.arrival_ns,
-            cpu_ns: p.run_ns_by_node.iter().map(|(_, ns)| ns).sum(),
-        }
-    }
-
-    /// Threads of group `tgid` that are runnable or running on `node`.
-    pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {
-        self.groups[tgid]
-            .on_node
-            .iter()
-            .find(|(n, _)| *n == node)
-            .map_or(0, |(_, c)| *c)
-    }
-
-    /// Number of threads in group `tgid`.
-    pub fn group_threads(&self, tgid: usize) -> usize {
-        self.groups[tgid].threads
-    }
-
-    /// Processes waiting for a processor (placement `None`), in pid order.
-    pub fn held(&self) -> impl Iterator<Item = Pid> + '_ {
-        self.held.iter().copied()
-    }
-
-    /// Page shares of group `tgid`: `(node, share)` for the nodes holding any.
-    pub fn pages(&self, tgid: usize) -> &[(usize, f64)] {
-        &self.groups[tgid].pages
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -451,17 +164,8 @@ impl<'a> State<'a> {
 
     fn remote_factor(&self, pid: Pid, cpu: CpuId) -> f64 {
         let tgid = self.workload.processes[pid].tgid as usize;
-        let pages = &self.groups[tgid].pages;
-        let total: f64 = pages.iter().map(|(_, s)| s).sum();
-        if total <= 0.0 {
-            return 1.0;
-        }
         let node = self.machine.cpu_node(cpu);
-        pages
-            .iter()
-            .map(|&(k, s)| s * f64::from(self.machine.distance(node, k)) / 10.0)
-            .sum::<f64>()
-            / total
+        self.groups[tgid].memory.remote_factor(self.machine, node)
     }
 
     fn rate(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
@@ -545,14 +249,14 @@ impl<'a> State<'a> {
     fn first_touch(&mut self, pid: Pid, node: usize) {
         let tgid = self.workload.processes[pid].tgid as usize;
         let g = &mut self.groups[tgid];
-        *entry(&mut g.pages, node, 0.0) += 1.0 / g.threads as f64;
+        g.memory.first_touch(node, g.threads);
     }
 
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
         self.touch_load(cpu);
         let node = self.machine.cpu_node(cpu);
         let tgid = self.workload.processes[pid].tgid as usize;
-        *entry(&mut self.groups[tgid].on_node, node, 0) += 1;
+        self.groups[tgid].count_on_node(node, 1);
         let p = &mut self.procs[pid];
         p.state = PState::Runnable;
         p.cpu = cpu;
@@ -563,7 +267,7 @@ impl<'a> State<'a> {
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
         let node = self.machine.cpu_node(cpu);
         let tgid = self.workload.processes[pid].tgid as usize;
-        *entry(&mut self.groups[tgid].on_node, node, 0) -= 1;
+        self.groups[tgid].count_on_node(node, -1);
     }
 
     /// Stops the running process of `cpu` (it stays on no queue).
@@ -744,11 +448,9 @@ impl<'a> State<'a> {
             }
         }
         for pm in &attempt.pages {
-            let g = &mut self.groups[pm.tgid];
-            let from = entry(&mut g.pages, pm.from_node, 0.0);
-            let amount = pm.share.min(*from).max(0.0);
-            *from -= amount;
-            *entry(&mut g.pages, pm.to_node, 0.0) += amount;
+            self.groups[pm.tgid]
+                .memory
+                .migrate(pm.from_node, pm.to_node, pm.share);
         }
         let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
             + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
@@ -881,24 +583,6 @@ pub fn run(
         s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
     }
     drive(s, policy)
-}
-
-/// Runs `workload` on `machine` under the policy a setting names (`name[:key=value,...]`),
-/// built for these domains and this config: what the bindings, `numasim bench` and tests run.
-pub fn run_policy(
-    machine: &Machine,
-    domains: &Domains,
-    workload: &Workload,
-    policy: &str,
-    config: &EngineConfig,
-) -> Result<RunResult> {
-    let ctx = PolicyContext {
-        machine,
-        domains,
-        config,
-    };
-    let mut p = crate::policy::by_name(policy, &ctx)?;
-    run(machine, domains, workload, p.as_mut(), config)
 }
 
 /// Runs the event loop from `s` until every process has completed.

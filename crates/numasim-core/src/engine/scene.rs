@@ -1,11 +1,12 @@
 //! Hand-built simulation states for testing policies (feature `testutils`): put processes on
 //! CPUs with chosen origins, ask a policy for a decision, apply it, read the runqueues.
 
-use super::{EngineConfig, Event, PState, RunResult, State, View};
+use super::{Event, RunResult, State};
+use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::Result;
+use crate::interface::{Attempt, PState, Pid, Policy, View};
 use crate::machine::{CpuId, Machine};
-use crate::policy::{Attempt, Pid, Policy};
 use crate::workload::Workload;
 
 /// A frozen state at one instant.

@@ -43,11 +43,11 @@
 use std::collections::BTreeMap;
 
 use crate::domains::sd;
-use crate::engine::{PolicyContext, View};
 use crate::error::InputError;
+use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
-use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 use crate::workload::Kind;
 
 /// Where placement (fork, exec, wake-up) looks for "a least loaded core" (option `place`).

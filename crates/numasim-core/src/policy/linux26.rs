@@ -43,9 +43,10 @@
 
 use crate::assumptions::Wake;
 use crate::domains::{sd, Level, LevelParams};
-use crate::engine::{PolicyContext, View, NICE_0_LOAD};
+use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{PolicyContext, View};
+use crate::load::NICE_0_LOAD;
 use crate::machine::CpuId;
-use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 
 /// `SCHED_LOAD_SCALE`.
 const SCALE: u64 = NICE_0_LOAD;

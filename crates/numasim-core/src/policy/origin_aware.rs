@@ -38,11 +38,11 @@
 //!
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
-use crate::engine::{PolicyContext, View};
 use crate::error::InputError;
+use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
-use crate::policy::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 
 /// The policy's options (`origin-aware:v1=on,v2=on,min-load=0,nearest=leave`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,0 +1,42 @@
+//! Engine parameters (SPEC §4): timeslice, tick, the costs the engine charges for cache refills
+//! and balancing work, tracing, and the modelling assumptions (SPEC §10). Read by the engine and,
+//! through [`crate::interface::PolicyContext`] and the view, by policies.
+
+use crate::assumptions::Assumptions;
+
+/// Engine parameters (SPEC §4 defaults; all configurable).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Round-robin timeslice (2.6 `DEF_TIMESLICE`, 100 ms).
+    pub timeslice_ns: u64,
+    /// Scheduler tick (HZ = 1000).
+    pub tick_ns: u64,
+    /// Cache refill after a migration inside a node.
+    pub refill_in_node_ns: u64,
+    /// Cache refill after a migration across nodes, per SLIT unit (0.5 ms × distance / 10).
+    pub refill_per_distance_ns: u64,
+    pub cost_per_rq_ns: u64,
+    pub cost_per_task_ns: u64,
+    pub cost_per_migration_ns: u64,
+    /// Record every running interval (for traces and invariant checks).
+    pub record_trace: bool,
+    /// The modelling assumptions (SPEC §10; `crate::assumptions`): where memory and origin are,
+    /// what uses up a slice.
+    pub assumptions: Assumptions,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            timeslice_ns: 100_000_000,
+            tick_ns: 1_000_000,
+            refill_in_node_ns: 100_000,
+            refill_per_distance_ns: 50_000,
+            cost_per_rq_ns: 1_000,
+            cost_per_task_ns: 200,
+            cost_per_migration_ns: 5_000,
+            record_trace: false,
+            assumptions: Assumptions::default(),
+        }
+    }
+}

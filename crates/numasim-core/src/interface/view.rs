@@ -1,0 +1,124 @@
+//! What a policy can see: a read-only view of the run at one instant.
+
+use crate::config::EngineConfig;
+use crate::domains::Domains;
+use crate::load::NICE_0_LOAD;
+use crate::machine::{CpuId, Machine};
+use crate::state::{CpuState, GroupState, PState, ProcState};
+use crate::workload::{Kind, Workload};
+
+use super::Pid;
+
+/// What a policy can see: a read-only view of the simulation state at `now`.
+pub struct View<'a> {
+    pub now: u64,
+    pub machine: &'a Machine,
+    pub domains: &'a Domains,
+    pub config: &'a EngineConfig,
+    pub(crate) cpus: &'a [CpuState],
+    pub(crate) procs: &'a [ProcState],
+    pub(crate) groups: &'a [GroupState],
+    pub(crate) workload: &'a Workload,
+    pub(crate) held: &'a std::collections::BTreeSet<Pid>,
+}
+
+/// A process as a policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcInfo {
+    pub pid: Pid,
+    pub tgid: usize,
+    pub kind: Kind,
+    pub mem: f64,
+    pub state: PState,
+    /// Current CPU (or the last one).
+    pub cpu: CpuId,
+    pub origin_cpu: Option<CpuId>,
+    /// When it last stopped running (for cache hotness); `None` if it never ran.
+    pub last_ran_ns: Option<u64>,
+    pub arrival_ns: u64,
+    /// Time on a CPU so far (up to the last accounting of its CPU): a policy that samples it
+    /// periodically gets the process's load history.
+    pub cpu_ns: u64,
+}
+
+impl View<'_> {
+    /// Runnable + running processes on `cpu`.
+    pub fn nr_running(&self, cpu: CpuId) -> usize {
+        self.cpus[cpu].nr_running()
+    }
+
+    /// The running process.
+    pub fn current(&self, cpu: CpuId) -> Option<Pid> {
+        self.cpus[cpu].current
+    }
+
+    /// Runnable, not running processes; the front runs next.
+    pub fn queued(
+        &self,
+        cpu: CpuId,
+    ) -> impl DoubleEndedIterator<Item = Pid> + ExactSizeIterator + '_ {
+        self.cpus[cpu].queue.iter().copied()
+    }
+
+    /// Whether nothing runs on `cpu`.
+    pub fn idle(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu].current.is_none() && self.cpus[cpu].queue.is_empty()
+    }
+
+    /// Instantaneous load: `NICE_0_LOAD` × nr_running (`raw_weighted_load`).
+    pub fn raw_load(&self, cpu: CpuId) -> u64 {
+        NICE_0_LOAD * self.nr_running(cpu) as u64
+    }
+
+    /// `cpu_load[idx - 1]` decayed per tick up to now (idx 0 = the raw load).
+    pub fn cpu_load(&self, cpu: CpuId, idx: usize) -> u64 {
+        if idx == 0 {
+            return self.raw_load(cpu);
+        }
+        self.cpus[cpu]
+            .load_at(self.now / self.config.tick_ns)
+            .cpu_load[idx - 1]
+    }
+
+    /// A process.
+    pub fn proc(&self, pid: Pid) -> ProcInfo {
+        let p = &self.procs[pid];
+        let w = &self.workload.processes[pid];
+        ProcInfo {
+            pid,
+            tgid: w.tgid as usize,
+            kind: w.kind,
+            mem: w.mem,
+            state: p.state,
+            cpu: p.cpu,
+            origin_cpu: p.origin_cpu,
+            last_ran_ns: p.last_ran_ns,
+            arrival_ns: w.arrival_ns,
+            cpu_ns: p.run_ns_by_node.iter().map(|(_, ns)| ns).sum(),
+        }
+    }
+
+    /// Threads of group `tgid` that are runnable or running on `node`.
+    pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {
+        self.groups[tgid]
+            .on_node
+            .iter()
+            .find(|(n, _)| *n == node)
+            .map_or(0, |(_, c)| *c)
+    }
+
+    /// Number of threads in group `tgid`.
+    pub fn group_threads(&self, tgid: usize) -> usize {
+        self.groups[tgid].threads
+    }
+
+    /// Processes waiting for a processor (placement `None`), in pid order.
+    pub fn held(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.held.iter().copied()
+    }
+
+    /// Page shares of group `tgid`: `(node, share)` for the nodes holding any.
+    pub fn pages(&self, tgid: usize) -> &[(usize, f64)] {
+        self.groups[tgid].memory.pages()
+    }
+}

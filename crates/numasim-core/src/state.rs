@@ -1,0 +1,148 @@
+//! The state of a run that the engine changes and policies read (through
+//! [`crate::interface::View`]): per CPU, per process, per thread group.
+//!
+//! ```text
+//!   CpuState:   current, queue (front runs next), accounting clock, stall, timers, load averages
+//!   ProcState:  lifecycle, CPU, origin, work left, burst, slice, metrics accumulated so far
+//!   GroupState: threads, threads runnable/running per node, memory (crate::memory)
+//! ```
+
+use std::collections::VecDeque;
+
+use rand_pcg::Pcg64;
+
+use crate::load::{LoadAvg, NICE_0_LOAD};
+use crate::machine::CpuId;
+use crate::memory::{entry, GroupMemory};
+use crate::workload::Pid;
+
+/// What kind of migration a move is (SPEC §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MigrationKind {
+    Pull,
+    Push,
+    Exchange,
+    Idle,
+    Active,
+    Placement,
+    /// Woken on another CPU than it slept on.
+    Wakeup,
+}
+
+impl MigrationKind {
+    /// Every kind, in report order.
+    pub const ALL: [MigrationKind; 7] = [
+        Self::Pull,
+        Self::Push,
+        Self::Exchange,
+        Self::Idle,
+        Self::Active,
+        Self::Placement,
+        Self::Wakeup,
+    ];
+
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pull => "pull",
+            Self::Push => "push",
+            Self::Exchange => "exchange",
+            Self::Idle => "idle",
+            Self::Active => "active",
+            Self::Placement => "placement",
+            Self::Wakeup => "wakeup",
+        }
+    }
+}
+
+/// Lifecycle of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PState {
+    Pending,
+    /// Arrived or woken, waiting for the policy to give it a processor.
+    Held,
+    Runnable,
+    Running,
+    Blocked,
+    Done,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CpuState {
+    pub(crate) queue: VecDeque<Pid>,
+    pub(crate) current: Option<Pid>,
+    pub(crate) acct_ns: u64,
+    pub(crate) stall_until: u64,
+    pub(crate) milestone_gen: u64,
+    pub(crate) balance_gen: u64,
+    pub(crate) busy_ns: u64,
+    pub(crate) balance_ns: u64,
+    /// Averages up to the last tick applied. A `Cell` so that reading them through the View
+    /// can memoise the ticks it had to apply (the raw load is constant between updates).
+    pub(crate) load: std::cell::Cell<LoadAvg>,
+}
+
+impl CpuState {
+    /// The load averages with every tick up to `now_tick` applied (at the current raw load,
+    /// constant since the last change), memoised in the cell.
+    pub(crate) fn load_at(&self, now_tick: u64) -> LoadAvg {
+        let raw = NICE_0_LOAD * self.nr_running() as u64;
+        let load = self.load.get().caught_up(now_tick, raw);
+        self.load.set(load);
+        load
+    }
+
+    pub(crate) fn nr_running(&self) -> usize {
+        self.queue.len() + usize::from(self.current.is_some())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ProcState {
+    pub(crate) state: PState,
+    pub(crate) cpu: CpuId,
+    pub(crate) origin_cpu: Option<CpuId>,
+    pub(crate) remaining: f64,
+    pub(crate) burst_left: f64,
+    pub(crate) rng: Pcg64,
+    pub(crate) slice_left_ns: u64,
+    pub(crate) last_ran_ns: Option<u64>,
+    pub(crate) refill_pending_ns: u64,
+    pub(crate) first_run_ns: Option<u64>,
+    pub(crate) completion_ns: Option<u64>,
+    /// (node, ns) for the nodes it ran on: processes visit few nodes, machines have many.
+    pub(crate) run_ns_by_node: Vec<(u32, u64)>,
+    pub(crate) run_ns_fast: u64,
+    pub(crate) run_ns_slow: u64,
+    pub(crate) refill_ns: u64,
+    pub(crate) migrations_by_kind: [u32; MigrationKind::ALL.len()],
+    pub(crate) migrations_by_level: Vec<u32>,
+    /// Migrations between CPUs of different speeds.
+    pub(crate) class_migrations: u32,
+    pub(crate) remote_weighted_ns: f64,
+    pub(crate) mem_time_ns: f64,
+    pub(crate) io_wait_ns: u64,
+    pub(crate) blocked_since: u64,
+    pub(crate) work_done: f64,
+    pub(crate) run_start_ns: u64,
+}
+
+/// A thread group. Thread counts per node are a sparse `(node, count)` list: a group touches few
+/// nodes, machines may have many (1 000 000 single-threaded groups on 64 nodes).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GroupState {
+    pub(crate) threads: usize,
+    /// Threads runnable or running per node, kept as threads are enqueued and leave.
+    pub(crate) on_node: Vec<(usize, u32)>,
+    pub(crate) memory: GroupMemory,
+}
+
+impl GroupState {
+    /// One more (`+1`) or one fewer (`-1`) thread runnable or running on `node`.
+    pub(crate) fn count_on_node(&mut self, node: usize, delta: i32) {
+        let c = entry(&mut self.on_node, node, 0);
+        *c = c
+            .checked_add_signed(delta)
+            .expect("thread counts stay non-negative");
+    }
+}
