@@ -18,6 +18,9 @@ pub struct EngineConfig {
     pub cost_per_rq_ns: u64,
     pub cost_per_task_ns: u64,
     pub cost_per_migration_ns: u64,
+    /// One candidate evaluation of a selection policy (thread-aware, memory-aware): charged
+    /// like examining a task (SPEC §4, 0.2 µs), which is what the evaluation adds to it.
+    pub cost_per_evaluation_ns: u64,
     /// Record every running interval (for traces and invariant checks).
     pub record_trace: bool,
     /// The modelling assumptions (SPEC §10; `crate::assumptions`): where memory and origin are,
@@ -35,6 +38,7 @@ impl Default for EngineConfig {
             cost_per_rq_ns: 1_000,
             cost_per_task_ns: 200,
             cost_per_migration_ns: 5_000,
+            cost_per_evaluation_ns: 200,
             record_trace: false,
             assumptions: Assumptions::default(),
         }

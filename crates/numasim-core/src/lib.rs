@@ -25,6 +25,7 @@
 //!                  run_policy, trace (Perfetto), bench
 //! ```
 
+pub mod apps;
 pub mod assumptions;
 pub mod bench;
 pub mod budget;

@@ -1,16 +1,26 @@
 //! The memory model: where a thread group's pages are, and what that costs a thread.
 //!
 //! ```text
-//!   group g: pages = [(node, amount)]   sparse: a group touches few nodes, machines may have many
-//!   thread on node n:  L = Σ_k amount_k · distance(n, k) / 10  /  Σ_k amount_k
+//!   unsized group g (single-threaded processes, `threads=T` workloads):
+//!       pages = [(node, share)]        shares of the whole group; each thread touches 1/threads
+//!   sized group (an application with a footprint, crate::apps):
+//!       shared  = [(node, MB)]         footprint · shared, placed by the group's first thread
+//!       private = per thread [(node, MB)]   footprint · (1 − shared) / threads each
+//!   thread t on node n:  L = Σ_k amount_k · distance(n, k) / 10  /  Σ_k amount_k
+//!       over the group's pages (unsized) or over t's private part and the shared part (sized)
 //! ```
 //!
-//! 1. First touch: each thread, when it first runs, adds its share (1 / threads of the group) to
-//!    the node the policy names (by default its origin CPU's node).
+//! Lists are sparse: a group touches few nodes, machines may have many.
+//!
+//! 1. First touch: a thread, when it first runs, puts its pages on the node the policy names (by
+//!    default its origin CPU's node). Sized: its private part; the group's first thread (the main
+//!    thread, which in the PARSEC programs reads the input) also the shared part.
 //! 2. A page move takes a share of the whole group from one node to another (never more than the
-//!    node holds).
-//! 3. The remote factor `L` of a thread running on node `n` averages the SLIT distance to its
-//!    group's pages (1.0 = all local; a group without pages is local).
+//!    node holds); sized: in proportion from every part on that node.
+//! 3. The remote factor `L` of a thread averages the SLIT distance to the pages it uses, weighted
+//!    by amount (1.0 = all local; a thread with no pages placed yet is local). Sized groups weight
+//!    by MB: accesses are spread evenly over the bytes a thread uses (a documented modelling
+//!    decision: docs/apps.md).
 
 use crate::machine::Machine;
 
@@ -26,41 +36,152 @@ pub(crate) fn entry<T: Copy>(list: &mut Vec<(usize, T)>, node: usize, zero: T) -
     &mut list[at].1
 }
 
-/// The pages of one thread group, as shares per node.
+/// The pages of one thread group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupMemory {
+    /// Per node: shares of the whole group (unsized), or MB of all its pages (sized).
     pages: Vec<(usize, f64)>,
+    sized: Option<Sized>,
+}
+
+/// Pages with sizes: a shared part every thread uses, placed by the group's first thread, and
+/// a private part per thread, placed by that thread.
+#[derive(Debug, Clone)]
+struct Sized {
+    shared_mb: f64,
+    private_mb: f64,
+    shared: Vec<(usize, f64)>,
+    private: Vec<Vec<(usize, f64)>>,
+}
+
+/// `Σ amount · distance(node, k) / 10`, `Σ amount` and the amount on `node` over a sparse list.
+fn weighted(machine: &Machine, node: usize, list: &[(usize, f64)]) -> (f64, f64, f64) {
+    list.iter().fold((0.0, 0.0, 0.0), |(d, t, local), &(k, a)| {
+        let here = if k == node { a } else { 0.0 };
+        (
+            d + a * f64::from(machine.distance(node, k)) / 10.0,
+            t + a,
+            local + here,
+        )
+    })
+}
+
+/// Takes `fraction` of every amount on `from` in `list` to `to`; returns what moved.
+fn take(list: &mut Vec<(usize, f64)>, from: usize, to: usize, fraction: f64) -> f64 {
+    let amount = match list.iter_mut().find(|(n, _)| *n == from) {
+        Some((_, a)) => {
+            let moved = *a * fraction;
+            *a -= moved;
+            moved
+        }
+        None => 0.0,
+    };
+    if amount > 0.0 {
+        *entry(list, to, 0.0) += amount;
+    }
+    amount
 }
 
 impl GroupMemory {
-    /// `(node, share)` for the nodes holding any pages, in the order first touched.
+    /// Memory with sizes for a group of `threads` threads: `footprint_mb`, of which `shared`
+    /// is used by all threads and the rest split evenly into private parts.
+    pub(crate) fn sized(threads: usize, footprint_mb: f64, shared: f64) -> Self {
+        Self {
+            pages: Vec::new(),
+            sized: Some(Sized {
+                shared_mb: footprint_mb * shared,
+                private_mb: footprint_mb * (1.0 - shared) / threads.max(1) as f64,
+                shared: Vec::new(),
+                private: vec![Vec::new(); threads],
+            }),
+        }
+    }
+
+    /// `(node, amount)` for the nodes holding any pages, in the order first touched: shares of
+    /// the group (unsized) or MB (sized).
     pub(crate) fn pages(&self) -> &[(usize, f64)] {
         &self.pages
     }
 
-    /// A thread of a group of `threads` touches its pages on `node`.
-    pub(crate) fn first_touch(&mut self, node: usize, threads: usize) {
-        *entry(&mut self.pages, node, 0.0) += 1.0 / threads as f64;
+    /// MB placed so far for thread `t` (its private part and its share of the shared part), and
+    /// MB it shares with the other threads of its group (unsized groups have no sizes: 0, 0).
+    pub(crate) fn resident_mb(&self, t: usize) -> (f64, f64) {
+        match &self.sized {
+            None => (0.0, 0.0),
+            Some(s) => {
+                let shared: f64 = s.shared.iter().map(|(_, a)| a).sum();
+                let own: f64 = s.private[t].iter().map(|(_, a)| a).sum();
+                let threads = s.private.len();
+                let with_others = if threads > 1 { shared } else { 0.0 };
+                (own + shared / threads.max(1) as f64, with_others)
+            }
+        }
+    }
+
+    /// Thread `t` of a group of `threads` first runs: it touches its pages on `node` (sized:
+    /// its private part, and the shared part if it is the group's first thread).
+    pub(crate) fn first_touch(&mut self, t: usize, node: usize, threads: usize) {
+        let Some(s) = &mut self.sized else {
+            *entry(&mut self.pages, node, 0.0) += 1.0 / threads as f64;
+            return;
+        };
+        let mut placed = 0.0;
+        if s.private_mb > 0.0 {
+            *entry(&mut s.private[t], node, 0.0) += s.private_mb;
+            placed += s.private_mb;
+        }
+        if t == 0 && s.shared_mb > 0.0 {
+            *entry(&mut s.shared, node, 0.0) += s.shared_mb;
+            placed += s.shared_mb;
+        }
+        if placed > 0.0 {
+            *entry(&mut self.pages, node, 0.0) += placed;
+        }
     }
 
     /// Moves `share` of the group's pages from `from_node` to `to_node` (at most what it holds).
+    /// Sized: `share` of the whole footprint, taken in proportion from every part on `from_node`.
     pub(crate) fn migrate(&mut self, from_node: usize, to_node: usize, share: f64) {
-        let from = entry(&mut self.pages, from_node, 0.0);
-        let amount = share.min(*from).max(0.0);
-        *from -= amount;
-        *entry(&mut self.pages, to_node, 0.0) += amount;
+        let Some(s) = &mut self.sized else {
+            let from = entry(&mut self.pages, from_node, 0.0);
+            let amount = share.min(*from).max(0.0);
+            *from -= amount;
+            *entry(&mut self.pages, to_node, 0.0) += amount;
+            return;
+        };
+        let total: f64 = self.pages.iter().map(|(_, a)| a).sum();
+        let on_from = self
+            .pages
+            .iter()
+            .find(|(n, _)| *n == from_node)
+            .map_or(0.0, |(_, a)| *a);
+        if on_from <= 0.0 || share <= 0.0 {
+            return;
+        }
+        let fraction = (share * total / on_from).min(1.0);
+        let mut moved = take(&mut s.shared, from_node, to_node, fraction);
+        for p in &mut s.private {
+            moved += take(p, from_node, to_node, fraction);
+        }
+        *entry(&mut self.pages, from_node, 0.0) -= moved;
+        *entry(&mut self.pages, to_node, 0.0) += moved;
     }
 
-    /// Remote factor `L` of a thread running on `node`.
-    pub(crate) fn remote_factor(&self, machine: &Machine, node: usize) -> f64 {
-        let total: f64 = self.pages.iter().map(|(_, s)| s).sum();
+    /// Remote factor `L` of thread `t` running on `node`, and the share of its accesses that
+    /// go to other nodes: over the group's pages (unsized), or over its private part and the
+    /// shared part, weighted by MB (sized).
+    pub(crate) fn remote_factor(&self, machine: &Machine, node: usize, t: usize) -> (f64, f64) {
+        let (d, total, local) = match &self.sized {
+            None => weighted(machine, node, &self.pages),
+            Some(s) => {
+                let (d1, t1, l1) = weighted(machine, node, &s.private[t]);
+                let (d2, t2, l2) = weighted(machine, node, &s.shared);
+                (d1 + d2, t1 + t2, l1 + l2)
+            }
+        };
         if total <= 0.0 {
-            return 1.0;
+            return (1.0, 0.0);
         }
-        self.pages
-            .iter()
-            .map(|&(k, s)| s * f64::from(machine.distance(node, k)) / 10.0)
-            .sum::<f64>()
-            / total
+        (d / total, ((total - local) / total).max(0.0))
     }
 }

@@ -120,29 +120,103 @@ pub(crate) struct ProcState {
     /// Migrations between CPUs of different speeds.
     pub(crate) class_migrations: u32,
     pub(crate) remote_weighted_ns: f64,
+    /// Share of its accesses to other nodes, time-weighted like `remote_weighted_ns`.
+    pub(crate) remote_share_ns: f64,
     pub(crate) mem_time_ns: f64,
     pub(crate) io_wait_ns: u64,
+    /// Time blocked at a sync point (barrier or pipeline queue) of its application.
+    pub(crate) sync_wait_ns: u64,
+    /// Index of the current segment of its application's plan (structured threads only).
+    pub(crate) segment: u32,
     pub(crate) blocked_since: u64,
     pub(crate) work_done: f64,
     pub(crate) run_start_ns: u64,
 }
 
-/// A thread group. Thread counts per node are a sparse `(node, count)` list: a group touches few
-/// nodes, machines may have many (1 000 000 single-threaded groups on 64 nodes).
+/// A thread group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupState {
     pub(crate) threads: usize,
-    /// Threads runnable or running per node, kept as threads are enqueued and leave.
-    pub(crate) on_node: Vec<(usize, u32)>,
+    /// Threads runnable or running per node, kept as threads are enqueued and leave: sparse
+    /// `(node, count)` for single-threaded groups (a million of them must stay small), dense by
+    /// node for multithreaded ones (an O(1) read for thread-aware selection).
+    on_node: Vec<(usize, u32)>,
+    on_node_dense: Vec<u32>,
     pub(crate) memory: GroupMemory,
+    /// Index of its application in the workload (structured groups only).
+    pub(crate) app: Option<usize>,
+    /// Its application's sync points.
+    pub(crate) sync: SyncPoints,
 }
 
 impl GroupState {
     /// One more (`+1`) or one fewer (`-1`) thread runnable or running on `node`.
     pub(crate) fn count_on_node(&mut self, node: usize, delta: i32) {
-        let c = entry(&mut self.on_node, node, 0);
+        let c = if self.threads > 1 {
+            if self.on_node_dense.len() <= node {
+                self.on_node_dense.resize(node + 1, 0);
+            }
+            &mut self.on_node_dense[node]
+        } else {
+            entry(&mut self.on_node, node, 0)
+        };
         *c = c
             .checked_add_signed(delta)
             .expect("thread counts stay non-negative");
+    }
+
+    /// Threads runnable or running on `node`.
+    pub(crate) fn threads_on_node(&self, node: usize) -> u32 {
+        if self.threads > 1 {
+            self.on_node_dense.get(node).copied().unwrap_or(0)
+        } else {
+            self.on_node
+                .iter()
+                .find(|(n, _)| *n == node)
+                .map_or(0, |(_, c)| *c)
+        }
+    }
+}
+
+/// The sync points of one application: how many signals each has had, and who waits for it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SyncPoints {
+    arrived: Vec<u32>,
+    /// Per point: `(pid, count)` of the threads blocked until it has `count` signals.
+    waiting: Vec<Vec<(Pid, u32)>>,
+}
+
+impl SyncPoints {
+    pub(crate) fn new(points: u32) -> Self {
+        Self {
+            arrived: vec![0; points as usize],
+            waiting: vec![Vec::new(); points as usize],
+        }
+    }
+
+    /// Whether `point` has had `count` signals.
+    pub(crate) fn reached(&self, point: u32, count: u32) -> bool {
+        self.arrived[point as usize] >= count
+    }
+
+    /// `pid` blocks until `point` has `count` signals.
+    pub(crate) fn wait(&mut self, pid: Pid, point: u32, count: u32) {
+        self.waiting[point as usize].push((pid, count));
+    }
+
+    /// One more signal of `point`: the threads it releases, in the order they blocked.
+    pub(crate) fn signal(&mut self, point: u32) -> Vec<Pid> {
+        let k = point as usize;
+        self.arrived[k] += 1;
+        let arrived = self.arrived[k];
+        let mut released = Vec::new();
+        self.waiting[k].retain(|&(pid, count)| {
+            let go = arrived >= count;
+            if go {
+                released.push(pid);
+            }
+            !go
+        });
+        released
     }
 }

@@ -26,6 +26,7 @@ use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
+use crate::apps::{self, Segment};
 use crate::error::{InputError, Result};
 
 /// Index of a process in the workload (= its pid).
@@ -66,11 +67,31 @@ pub struct Process {
     pub seed: u64,
 }
 
-/// A workload: processes in pid order.
+/// A workload: processes in pid order, and the parallel structure of its applications.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
     pub processes: Vec<Process>,
+    /// Applications with a structure (barriers, pipelines) and sized memory; a thread group
+    /// not listed here is independent threads with unsized memory (today's model).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<App>,
+}
+
+/// One instance of an application profile: its threads are the pids `tgid ..` in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct App {
+    pub tgid: u32,
+    /// The profile it was made from.
+    pub name: String,
+    /// Memory footprint (MB) and the share of it every thread uses.
+    pub footprint_mb: f64,
+    pub shared: f64,
+    /// Sync points its segments wait at and signal (numbered 0 ..).
+    pub points: u32,
+    /// Per thread, in pid order: its segments.
+    pub plans: Vec<Vec<Segment>>,
 }
 
 /// Arrival pattern.
@@ -113,6 +134,8 @@ pub struct WorkloadSpec {
     pub spawn: Spawn,
     pub threads: usize,
     pub fork_spread_ns: u64,
+    /// Application profiles (`app=canneal+x264`): each of the `n` instances runs them in turn.
+    pub apps: Vec<String>,
 }
 
 /// Window of the `random` arrival alias: uniform over the first second (documented choice).
@@ -134,6 +157,7 @@ impl Default for WorkloadSpec {
             spawn: Spawn::Uniform,
             threads: 1,
             fork_spread_ns: 0,
+            apps: Vec::new(),
         }
     }
 }
@@ -303,12 +327,36 @@ impl WorkloadSpec {
                         _ => return Err(bad(format!("'{v}' is not one of at-once, over:MS"))),
                     };
                 }
+                "app" => {
+                    for name in v.split('+').map(str::trim) {
+                        apps::profile(origin, name)?;
+                        spec.apps.push(name.to_string());
+                    }
+                }
                 _ => {
                     return Err(InputError::new(
                         origin,
-                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork"),
+                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork, app"),
                     ))
                 }
+            }
+        }
+        if !spec.apps.is_empty() {
+            // An application's profile sets its kind, demand and memory: keys that would also set
+            // them are refused rather than ignored.
+            if let Some(k) = seen
+                .iter()
+                .find(|k| !matches!(**k, "app" | "n" | "threads" | "arrival" | "spawn" | "fork"))
+            {
+                return Err(InputError::new(
+                    origin,
+                    format!("'{k}' does not apply to app workloads (the profile sets it); keys are app, n, threads, arrival, spawn, fork"),
+                )
+                .at(format!("key {k}")));
+            }
+            if !have_n {
+                spec.n = 1;
+                have_n = true;
             }
         }
         if !have_n {
@@ -331,6 +379,9 @@ impl WorkloadSpec {
 
     /// Generates the workload for a machine with `cpus` CPUs (`node_cpus` for spawn on a node).
     pub fn generate(&self, origin: &str, seed: u64, node_cpus: &[Vec<usize>]) -> Result<Workload> {
+        if !self.apps.is_empty() {
+            return self.generate_apps(origin, seed, node_cpus);
+        }
         let cpus: usize = node_cpus.iter().map(Vec::len).sum();
         let node_list = |k: usize| -> Result<&Vec<usize>> {
             node_cpus.get(k).filter(|l| !l.is_empty()).ok_or_else(|| {
@@ -416,7 +467,118 @@ impl WorkloadSpec {
                 seed: rng.random(),
             });
         }
-        Ok(Workload { processes })
+        Ok(Workload {
+            processes,
+            apps: Vec::new(),
+        })
+    }
+
+    /// The spawn CPU of the next process or application, drawn per `self.spawn`.
+    fn draw_spawn(
+        &self,
+        origin: &str,
+        rng: &mut Pcg64,
+        node_cpus: &[Vec<usize>],
+        cpus: usize,
+    ) -> Result<usize> {
+        let node_list = |k: usize| -> Result<&Vec<usize>> {
+            node_cpus.get(k).filter(|l| !l.is_empty()).ok_or_else(|| {
+                InputError::new(origin, format!("node {k} does not exist or has no CPU"))
+                    .at("key spawn")
+            })
+        };
+        Ok(match self.spawn {
+            Spawn::Uniform => rng.random_range(0..cpus),
+            Spawn::Node(k) => {
+                let l = node_list(k)?;
+                l[rng.random_range(0..l.len())]
+            }
+            Spawn::Share { node, share } => {
+                if rng.random::<f64>() < share {
+                    let l = node_list(node)?;
+                    l[rng.random_range(0..l.len())]
+                } else {
+                    rng.random_range(0..cpus)
+                }
+            }
+        })
+    }
+
+    /// `n` instances of the application list, in turn: instance j of app a is application
+    /// `j · apps + a`. Per application, in order: arrival (per pattern, one draw per
+    /// application), spawn CPU (shared by its threads: they are created by its main thread),
+    /// its plan (`apps::Profile::plan`), then per thread a fork offset (`fork=over:MS`, thread 0
+    /// at the arrival) and a private seed.
+    fn generate_apps(&self, origin: &str, seed: u64, node_cpus: &[Vec<usize>]) -> Result<Workload> {
+        let cpus: usize = node_cpus.iter().map(Vec::len).sum();
+        let profiles: Vec<&apps::Profile> = self
+            .apps
+            .iter()
+            .map(|a| apps::profile(origin, a))
+            .collect::<Result<_>>()?;
+        let per_round: usize = profiles
+            .iter()
+            .map(|p| p.thread_count(self.threads as u32) as usize)
+            .sum();
+        crate::budget::check_run(
+            origin,
+            "key n",
+            self.n.saturating_mul(per_round),
+            cpus,
+            crate::budget::available_bytes(),
+        )?;
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut processes = Vec::new();
+        let mut apps_out = Vec::new();
+        let mut poisson_t = 0.0f64;
+        for index in 0..self.n * profiles.len() {
+            let profile = profiles[index % profiles.len()];
+            let arrival = match self.arrival {
+                Arrival::Same => 0,
+                Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
+                Arrival::Periodic { interval_ns } => index as u64 * interval_ns,
+                Arrival::Poisson { rate_per_s } => {
+                    poisson_t += Exp::new(rate_per_s)
+                        .expect("positive rate")
+                        .sample(&mut rng);
+                    (poisson_t * 1e9).round() as u64
+                }
+            };
+            let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)? as u32;
+            let plan = profile.plan(self.threads as u32, &mut rng);
+            let tgid = processes.len() as u32;
+            for (t, segments) in plan.threads.iter().enumerate() {
+                let arrival_ns = if t > 0 && self.fork_spread_ns > 0 {
+                    arrival + rng.random_range(0..=self.fork_spread_ns)
+                } else {
+                    arrival
+                };
+                processes.push(Process {
+                    pid: tgid + t as u32,
+                    tgid,
+                    arrival_ns,
+                    demand_ns: segments.iter().map(|s| s.work_ns).sum(),
+                    kind: Kind::Cpu,
+                    mem: profile.mem,
+                    spawn_cpu,
+                    burst_mean_ns: self.burst_mean_ns,
+                    wait_mean_ns: self.wait_mean_ns,
+                    seed: rng.random(),
+                });
+            }
+            apps_out.push(App {
+                tgid,
+                name: profile.name.clone(),
+                footprint_mb: profile.footprint_mb,
+                shared: profile.shared,
+                points: plan.points,
+                plans: plan.threads,
+            });
+        }
+        Ok(Workload {
+            processes,
+            apps: apps_out,
+        })
     }
 }
 
@@ -486,11 +648,97 @@ impl Workload {
                 .at(at()));
             }
         }
+        self.validate_apps(origin)
+    }
+
+    /// Checks the applications: each names a whole thread group, its plans add up to its
+    /// threads' demands, and every wait can be satisfied (enough signals of its point).
+    fn validate_apps(&self, origin: &str) -> Result<()> {
+        let mut last_tgid = None;
+        for (a, app) in self.apps.iter().enumerate() {
+            let at = || format!("app {a} (tgid {})", app.tgid);
+            let bad = |msg: String| Err(InputError::new(origin, msg).at(at()));
+            if last_tgid.is_some_and(|t| app.tgid <= t) {
+                return bad("apps must be in increasing tgid order, one per group".into());
+            }
+            last_tgid = Some(app.tgid);
+            let first = app.tgid as usize;
+            let members = self.processes.iter().filter(|p| p.tgid == app.tgid).count();
+            if app.plans.is_empty() || members != app.plans.len() {
+                return bad(format!(
+                    "has {} thread plans but its group has {members} threads",
+                    app.plans.len()
+                ));
+            }
+            let sizes_ok = app.footprint_mb >= 0.0
+                && app.footprint_mb.is_finite()
+                && (0.0..=1.0).contains(&app.shared);
+            if !sizes_ok {
+                return bad("footprint_mb must be ≥ 0 and shared in [0, 1]".into());
+            }
+            let mut signals = vec![0u32; app.points as usize];
+            let mut needed = vec![0u32; app.points as usize];
+            for (t, plan) in app.plans.iter().enumerate() {
+                let Some(p) = self.processes.get(first + t).filter(|p| p.tgid == app.tgid) else {
+                    return bad(format!("thread {t} is not pid {}", first + t));
+                };
+                if p.kind != Kind::Cpu {
+                    return bad(format!("thread {t} (pid {}) must be cpu-bound", p.pid));
+                }
+                let work: u64 = plan.iter().map(|s| s.work_ns).sum();
+                if work != p.demand_ns || plan.iter().any(|s| s.work_ns == 0) {
+                    return bad(format!(
+                        "thread {t}: its segments hold {work} ns of work (each positive), its demand is {} ns",
+                        p.demand_ns
+                    ));
+                }
+                for s in plan {
+                    let in_range = |point: u32| point < app.points;
+                    if let Some(point) = s.signal {
+                        if !in_range(point) {
+                            return bad(format!("signal of point {point} ≥ points {}", app.points));
+                        }
+                        signals[point as usize] += 1;
+                    }
+                    if let Some(wait) = s.wait {
+                        if !in_range(wait.point) || wait.count == 0 {
+                            return bad(format!(
+                                "wait for point {} (count {}) is not a point of the app",
+                                wait.point, wait.count
+                            ));
+                        }
+                        let n = &mut needed[wait.point as usize];
+                        *n = (*n).max(wait.count);
+                    }
+                }
+            }
+            if let Some(point) = (0..signals.len()).find(|&k| signals[k] < needed[k]) {
+                return bad(format!(
+                    "point {point} is waited for {} times but signalled {}: the app would never finish",
+                    needed[point], signals[point]
+                ));
+            }
+        }
         Ok(())
     }
 
-    /// The workload as CSV (one row per process; times in ns).
-    pub fn to_csv(&self) -> String {
+    /// The application of thread group `tgid`, if it has a structure.
+    pub fn app_of(&self, tgid: u32) -> Option<&App> {
+        self.apps
+            .binary_search_by_key(&tgid, |a| a.tgid)
+            .ok()
+            .map(|i| &self.apps[i])
+    }
+
+    /// The workload as CSV (one row per process; times in ns). An application workload's
+    /// structure (barriers, pipelines, sizes) has no CSV columns: it is refused (save JSON).
+    pub fn to_csv(&self) -> Result<String> {
+        if !self.apps.is_empty() {
+            return Err(InputError::new(
+                "workload",
+                "an application workload (app=...) has barriers and memory sizes that CSV cannot hold; save it as .json",
+            ));
+        }
         let mut out = String::from(CSV_HEADER);
         out.push('\n');
         for p in &self.processes {
@@ -510,7 +758,7 @@ impl Workload {
                 p.seed
             );
         }
-        out
+        Ok(out)
     }
 
     /// Reads CSV written by [`Workload::to_csv`] (or by hand, same columns). Errors name the
@@ -554,7 +802,10 @@ impl Workload {
                 InputError::new(origin, msg).at(format!("line {line}, column {column}"))
             })?);
         }
-        Ok(Self { processes })
+        Ok(Self {
+            processes,
+            apps: Vec::new(),
+        })
     }
 
     /// The workload as JSON (`{"processes": [...]}`).
@@ -640,7 +891,7 @@ mod tests {
         let b = spec.generate("w", 7, &nodes()).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, spec.generate("w", 8, &nodes()).unwrap());
-        assert_eq!(Workload::from_csv("f", &a.to_csv()).unwrap(), a);
+        assert_eq!(Workload::from_csv("f", &a.to_csv().unwrap()).unwrap(), a);
         assert_eq!(Workload::from_json("f", &a.to_json()).unwrap(), a);
         assert!(a.processes.iter().any(|p| p.kind == Kind::Io));
         assert!(a.processes.iter().any(|p| p.kind == Kind::Cpu));

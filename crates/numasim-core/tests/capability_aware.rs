@@ -16,6 +16,7 @@ fn setup(speeds: Vec<f64>, kinds: &[Kind]) -> Setup {
     let m =
         testutils::machine_with_speeds(&testutils::two_level_table(1, 20), speeds.len(), speeds);
     let w = Workload {
+        apps: Vec::new(),
         processes: (0..kinds.len() as u32)
             .map(|p| testutils::process(p, kinds[p as usize], 200))
             .collect(),
@@ -219,6 +220,7 @@ fn the_place_option_sets_the_scope_of_a_least_loaded_core() {
     // (load 3/2); node 1: CPU 2 idle, CPU 3 runs 4 (load 4/2). P7 is placed.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
     let w = Workload {
+        apps: Vec::new(),
         processes: (0..8)
             .map(|p| testutils::process(p, Kind::Cpu, 200))
             .collect(),

@@ -31,6 +31,7 @@ fn tat(r: &RunResult) -> Vec<f64> {
 fn one_cpu_round_robin() {
     let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![
             proc(0, 0, 150, 0, 0.5),
             proc(1, 0, 100, 0, 0.5),
@@ -58,6 +59,7 @@ fn idle_cpu_pulls_once_the_task_is_cache_cold() {
     // One node, two CPUs (flat domains: in-node parameters, 2.5 ms cache-hot time).
     let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![
             proc(0, 0, 100, 0, 0.5),
             proc(1, 0, 300, 0, 0.5),
@@ -130,6 +132,7 @@ fn memory_at_distance_20_with_m_half_runs_one_and_a_half_times_slower() {
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
     let d = Builder::Linux.build(&m, &BuildOptions::default());
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.5)],
     };
     let mut p = MovePagesOnce {
@@ -152,6 +155,7 @@ fn memory_at_distance_20_with_m_half_runs_one_and_a_half_times_slower() {
 fn a_speed_2_core_halves_the_run_time() {
     let m = testutils::machine_with_speeds(&testutils::two_level_table(1, 20), 2, vec![2.0, 1.0]);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.5), proc(1, 0, 100, 1, 0.5)],
     };
     // Each process has its own CPU: placement keeps P1 on CPU 1 (P0 holds CPU 0... or 1).
@@ -234,6 +238,7 @@ fn held_processes_run_when_a_cpu_frees_fcfs() {
     // no round robin, so they end at 100, 200 and 300 ms (round robin would give 300 for P0).
     let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![
             proc(0, 0, 100, 0, 0.5),
             proc(1, 0, 100, 0, 0.5),
@@ -258,6 +263,7 @@ fn first_touch_pages_can_be_concentrated_on_a_home_node() {
     // its home node 1 from the start: 100 ms of work at m = 0.5 take 150 ms.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.5)],
     };
     let d = Builder::Linux.build(&m, &BuildOptions::default());
@@ -277,6 +283,7 @@ fn the_machine_wide_callback_runs_on_its_period() {
     // Both processes start on CPU 0; every 30 ms the callback pushes CPU 0's queue tail to CPU 1.
     let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.0), proc(1, 0, 100, 0, 0.0)],
     };
     let d = Builder::Flat.build(&m, &BuildOptions::default());
@@ -351,6 +358,7 @@ fn memory_parent_leaves_a_placed_child_s_pages_on_its_parent_s_node() {
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
     let d = Builder::Linux.build(&m, &BuildOptions::default());
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.5)],
     };
     let run = |assume: &str| {
@@ -390,6 +398,7 @@ fn slice_work_gives_a_balancing_stall_back_to_the_running_slice() {
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
     let d = Builder::Linux.build(&m, &BuildOptions::default());
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![proc(0, 0, 100, 0, 0.0), proc(1, 0, 100, 0, 0.0)],
     };
     let run = |assume: &str| {
@@ -415,6 +424,7 @@ fn wake_idlest_places_a_waking_process_as_a_new_one() {
     // slept on CPU 0.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
     let w = Workload {
+        apps: Vec::new(),
         processes: (0..3).map(|p| proc(p, 0, 100, 0, 0.5)).collect(),
     };
     let woken_on = |assume: &str| {

@@ -10,6 +10,7 @@ use numasim_core::workload::{Kind, Workload};
 
 fn workload(n: u32) -> Workload {
     Workload {
+        apps: Vec::new(),
         processes: (0..n)
             .map(|pid| testutils::process(pid, Kind::Cpu, 200))
             .collect(),

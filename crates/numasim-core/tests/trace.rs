@@ -22,6 +22,7 @@ fn run(m: &Machine, b: Builder, policy: &str, w: &Workload, config: &EngineConfi
 fn two_cpu_run() -> (Machine, RunResult) {
     let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
     let w = Workload {
+        apps: Vec::new(),
         processes: vec![
             testutils::process(0, Kind::Cpu, 100),
             testutils::process(1, Kind::Cpu, 300),

@@ -206,8 +206,8 @@ impl Workload {
             .map_err(input_err)
     }
 
-    fn to_csv(&self) -> String {
-        self.inner.to_csv()
+    fn to_csv(&self) -> PyResult<String> {
+        self.inner.to_csv().map_err(input_err)
     }
 
     fn to_json(&self) -> String {

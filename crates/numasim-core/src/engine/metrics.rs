@@ -42,6 +42,10 @@ pub struct ProcResult {
     pub memory_ms: f64,
     /// Time-weighted mean of L = Σ share · distance / 10 while running (1.0 = all local).
     pub remote_factor: f64,
+    /// Time-weighted share of its memory accesses that went to another node.
+    pub remote_share: f64,
+    /// Blocked at a barrier or pipeline queue of its application.
+    pub sync_wait_ms: f64,
     pub origin_cpu: usize,
     pub origin_node: usize,
     pub most_node: usize,
@@ -71,6 +75,10 @@ pub struct BalanceSummary {
     pub other: Vec<u64>,
     pub moved_other: Vec<u64>,
     pub cost_ms: f64,
+    /// Candidate evaluations of selection policies (thread-aware, memory-aware); absent when
+    /// none were made, so results of other policies read exactly as before.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub evaluations: u64,
     /// Decisions the engine refused (a policy bug if ever non-zero).
     pub rejected: u64,
     /// Per CPU: balancing attempts made while it had nothing to run (newly idle, or periodic
@@ -120,6 +128,58 @@ pub struct RunResult {
     pub trace_events: super::TraceEvents,
     /// Events the engine processed (for benchmarks).
     pub events: u64,
+    /// Per application with a structure (`Workload::apps`); absent for other workloads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<AppResult>,
+}
+
+/// What one application (a structured thread group) experienced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppResult {
+    pub tgid: usize,
+    pub name: String,
+    pub threads: usize,
+    pub arrival_ms: f64,
+    /// When its last thread completed.
+    pub completion_ms: f64,
+    /// Completion of the last thread − arrival of the first.
+    pub turnaround_ms: f64,
+    /// CPU time of its threads.
+    pub cpu_ms: f64,
+    /// Time its threads spent blocked at its barriers and queues.
+    pub sync_wait_ms: f64,
+    /// Time-weighted share of its threads' accesses that went to another node.
+    pub remote_share: f64,
+    /// `(node, ms)`: CPU time of its threads per node, every node listed (the histogram of
+    /// where its threads ran).
+    pub cpu_ms_by_node: Vec<(usize, f64)>,
+    /// Threads by the node each ran on most.
+    pub threads_by_node: Vec<usize>,
+    /// `(bin start ms, remote share)` per [`APP_BIN_NS`] bin in which it ran.
+    pub remote_share_timeline: Vec<(f64, f64)>,
+}
+
+/// Width of the time bins of an application's remote-share timeline.
+pub const APP_BIN_NS: u64 = 10_000_000;
+
+/// Adds a running interval `[from, to)` with a constant remote share to per-bin sums.
+pub(super) fn bin_remote_share(bins: &mut Vec<(f64, f64)>, from: u64, to: u64, share: f64) {
+    let mut t = from;
+    while t < to {
+        let bin = (t / APP_BIN_NS) as usize;
+        let end = ((bin as u64 + 1) * APP_BIN_NS).min(to);
+        if bins.len() <= bin {
+            bins.resize(bin + 1, (0.0, 0.0));
+        }
+        let ns = (end - t) as f64;
+        bins[bin].0 += ns;
+        bins[bin].1 += share * ns;
+        t = end;
+    }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 fn ms(ns: u64) -> f64 {
@@ -172,7 +232,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 completion_ms: ms(completion),
                 turnaround_ms: ms(tat),
                 response_ms: ms(first - w.arrival_ns),
-                waiting_ms: ms(tat.saturating_sub(cpu_ns + p.io_wait_ns)),
+                waiting_ms: ms(tat.saturating_sub(cpu_ns + p.io_wait_ns + p.sync_wait_ns)),
                 cpu_ms: ms(cpu_ns),
                 fast_cpu_ms: ms(p.run_ns_fast),
                 slow_cpu_ms: ms(p.run_ns_slow),
@@ -185,6 +245,12 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 } else {
                     1.0
                 },
+                remote_share: if cpu_ns > 0 {
+                    p.remote_share_ns / cpu_ns as f64
+                } else {
+                    0.0
+                },
+                sync_wait_ms: ms(p.sync_wait_ns),
                 origin_cpu,
                 origin_node,
                 most_node,
@@ -282,6 +348,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
             other: pad(&st.invocations[3]),
             moved_other: pad(&st.moved[3]),
             cost_ms: ms(st.cost_ns),
+            evaluations: st.evaluations,
             rejected: st.rejected,
             idle_per_cpu: st.idle_attempts.clone(),
             idle_fast: (0..m.cpus())
@@ -308,11 +375,68 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         far_by_level,
         mals: s.mals.clone(),
     };
+    let apps = app_results(s, &processes);
     RunResult {
         processes,
         summary,
         trace,
         trace_events,
         events,
+        apps,
     }
+}
+
+/// Per application: completion of its last thread, where its threads ran, its remote share.
+fn app_results(s: &State<'_>, processes: &[ProcResult]) -> Vec<AppResult> {
+    let nodes = s.machine.nodes();
+    s.workload
+        .apps
+        .iter()
+        .zip(&s.app_bins)
+        .map(|(app, bins)| {
+            let first = app.tgid as usize;
+            let threads = &processes[first..first + app.plans.len()];
+            let arrival = threads
+                .iter()
+                .map(|p| p.arrival_ms)
+                .fold(f64::INFINITY, f64::min);
+            let completion = threads.iter().map(|p| p.completion_ms).fold(0.0, f64::max);
+            let cpu_ms: f64 = threads.iter().map(|p| p.cpu_ms).sum();
+            let mut by_node = vec![0.0; nodes];
+            let mut threads_by_node = vec![0usize; nodes];
+            for p in threads {
+                for &(k, t) in &p.cpu_ms_by_node {
+                    by_node[k] += t;
+                }
+                threads_by_node[p.most_node] += 1;
+            }
+            AppResult {
+                tgid: first,
+                name: app.name.clone(),
+                threads: threads.len(),
+                arrival_ms: arrival,
+                completion_ms: completion,
+                turnaround_ms: completion - arrival,
+                cpu_ms,
+                sync_wait_ms: threads.iter().map(|p| p.sync_wait_ms).sum(),
+                remote_share: if cpu_ms > 0.0 {
+                    threads
+                        .iter()
+                        .map(|p| p.remote_share * p.cpu_ms)
+                        .sum::<f64>()
+                        / cpu_ms
+                } else {
+                    0.0
+                },
+                cpu_ms_by_node: by_node.into_iter().enumerate().collect(),
+                threads_by_node,
+                remote_share_timeline: bins
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (ns, _))| *ns > 0.0)
+                    .map(|(b, (ns, w))| (ms(b as u64 * APP_BIN_NS), w / ns))
+                    .collect(),
+            }
+        })
+        .collect()
 }

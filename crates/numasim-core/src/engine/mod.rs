@@ -47,7 +47,8 @@ use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::interface::{Attempt, BalanceKind, MigrationKind, PState, Pid, Policy, View};
 use crate::machine::{CpuId, Machine};
-use crate::state::{CpuState, GroupState, ProcState};
+use crate::memory::GroupMemory;
+use crate::state::{CpuState, GroupState, ProcState, SyncPoints};
 use crate::workload::{Kind, Workload};
 
 pub use metrics::{ProcResult, RunResult, Summary};
@@ -82,6 +83,8 @@ enum Event {
     Arrive(Pid),
     Milestone(CpuId, u64),
     IoDone(Pid),
+    /// A thread blocked at a sync point of its application is released.
+    SyncDone(Pid),
     Balance(CpuId, u64),
     Global,
 }
@@ -94,6 +97,8 @@ struct BalanceStats {
     invocations: [Vec<u64>; 4],
     moved: [Vec<u64>; 4],
     cost_ns: u64,
+    /// Candidate evaluations policies reported (`Attempt::evaluations`).
+    evaluations: u64,
     rejected: u64,
     /// Per CPU: attempts made while it had nothing to run (newly idle, or periodic when idle).
     idle_attempts: Vec<u64>,
@@ -119,6 +124,8 @@ struct State<'a> {
     held: std::collections::BTreeSet<Pid>,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
+    /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
+    app_bins: Vec<Vec<(f64, f64)>>,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -162,16 +169,20 @@ impl<'a> State<'a> {
         self.cpus[cpu].load_at(self.now / self.config.tick_ns);
     }
 
-    fn remote_factor(&self, pid: Pid, cpu: CpuId) -> f64 {
+    /// `(L, remote share)` of `pid` running on `cpu` (crate::memory).
+    fn remote_factor(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
         let tgid = self.workload.processes[pid].tgid as usize;
         let node = self.machine.cpu_node(cpu);
-        self.groups[tgid].memory.remote_factor(self.machine, node)
+        self.groups[tgid]
+            .memory
+            .remote_factor(self.machine, node, pid - tgid)
     }
 
-    fn rate(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
+    /// Progress per ns of `pid` on `cpu`, with its `(L, remote share)`.
+    fn rate(&self, pid: Pid, cpu: CpuId) -> (f64, (f64, f64)) {
         let m = self.workload.processes[pid].mem;
-        let l = self.remote_factor(pid, cpu);
-        (self.machine.speed(cpu) / ((1.0 - m) + m * l), l)
+        let (l, share) = self.remote_factor(pid, cpu);
+        (self.machine.speed(cpu) / ((1.0 - m) + m * l), (l, share))
     }
 
     /// Accounts the running process's progress on `cpu` up to now.
@@ -188,7 +199,7 @@ impl<'a> State<'a> {
         }
         let stalled = c.stall_until.clamp(from, now) - from;
         let productive = (now - from - stalled) as f64;
-        let (rate, l) = self.rate(pid, cpu);
+        let (rate, (l, remote_share)) = self.rate(pid, cpu);
         let m = self.workload.processes[pid].mem;
         let node = self.machine.cpu_node(cpu);
         let fast = self.machine.speed(cpu) > 1.0;
@@ -213,10 +224,15 @@ impl<'a> State<'a> {
             p.run_ns_slow += wall;
         }
         p.remote_weighted_ns += l * wall as f64;
+        p.remote_share_ns += remote_share * wall as f64;
         p.mem_time_ns += productive * (m * l) / ((1.0 - m) + m * l);
         p.slice_left_ns = p.slice_left_ns.saturating_sub(wall);
         self.cpus[cpu].busy_ns += wall;
         self.cpus[cpu].acct_ns = now;
+        let tgid = self.workload.processes[pid].tgid as usize;
+        if let Some(app) = self.groups[tgid].app {
+            metrics::bin_remote_share(&mut self.app_bins[app], from, now, remote_share);
+        }
     }
 
     /// (Re)schedules the milestone of `cpu`'s running process: end of burst or of slice.
@@ -249,7 +265,7 @@ impl<'a> State<'a> {
     fn first_touch(&mut self, pid: Pid, node: usize) {
         let tgid = self.workload.processes[pid].tgid as usize;
         let g = &mut self.groups[tgid];
-        g.memory.first_touch(node, g.threads);
+        g.memory.first_touch(pid - tgid, node, g.threads);
     }
 
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
@@ -454,8 +470,10 @@ impl<'a> State<'a> {
         }
         let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
             + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
+            + self.config.cost_per_evaluation_ns * u64::from(attempt.evaluations)
             + self.config.cost_per_migration_ns * moved as u64;
         self.stats.cost_ns += cost;
+        self.stats.evaluations += u64::from(attempt.evaluations);
         let inv = &mut self.stats.invocations[slot];
         if inv.len() <= level {
             inv.resize(level + 1, 0);
@@ -507,6 +525,12 @@ impl<'a> State<'a> {
             let g = &mut groups[p.tgid as usize];
             g.threads += 1;
         }
+        for (i, app) in workload.apps.iter().enumerate() {
+            let g = &mut groups[app.tgid as usize];
+            g.memory = GroupMemory::sized(g.threads, app.footprint_mb, app.shared);
+            g.app = Some(i);
+            g.sync = SyncPoints::new(app.points);
+        }
         let procs = workload
             .processes
             .iter()
@@ -530,8 +554,11 @@ impl<'a> State<'a> {
                 migrations_by_level: vec![0; mals.len()],
                 class_migrations: 0,
                 remote_weighted_ns: 0.0,
+                remote_share_ns: 0.0,
                 mem_time_ns: 0.0,
                 io_wait_ns: 0,
+                sync_wait_ns: 0,
+                segment: 0,
                 blocked_since: 0,
                 work_done: 0.0,
                 run_start_ns: 0,
@@ -559,6 +586,7 @@ impl<'a> State<'a> {
             events_processed: 0,
             held: std::collections::BTreeSet::new(),
             vacated: Vec::new(),
+            app_bins: vec![Vec::new(); workload.apps.len()],
         }
     }
 }
@@ -616,6 +644,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 }
             }
             Event::IoDone(pid) => io_done(&mut s, policy, pid),
+            Event::SyncDone(pid) => sync_done(&mut s, policy, pid),
             Event::Balance(cpu, gen) => {
                 if gen == s.cpus[cpu].balance_gen {
                     periodic(&mut s, policy, cpu);
@@ -631,7 +660,19 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     Ok(metrics::collect(s))
 }
 
+/// The segment plan of `pid` if it is a thread of a structured application.
+fn plan_of<'w>(s: &State<'w>, pid: Pid) -> Option<&'w [crate::apps::Segment]> {
+    let tgid = s.workload.processes[pid].tgid as usize;
+    let app = s.groups[tgid].app?;
+    Some(&s.workload.apps[app].plans[pid - tgid])
+}
+
 fn next_burst(s: &mut State<'_>, pid: Pid) {
+    if let Some(plan) = plan_of(s, pid) {
+        let p = &mut s.procs[pid];
+        p.burst_left = plan[p.segment as usize].work_ns as f64;
+        return;
+    }
     let w = &s.workload.processes[pid];
     let p = &mut s.procs[pid];
     p.burst_left = match w.kind {
@@ -701,6 +742,47 @@ fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     admit(s, policy, pid, cpu);
 }
 
+/// What a structured thread does after a segment: go on, wait at a sync point, or end.
+enum AfterSegment {
+    Continue,
+    Wait { point: u32, count: u32 },
+    Done,
+}
+
+/// `pid` finished its current segment: signal its point (releasing the threads that waited for
+/// it, at this instant), and find what comes next.
+fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> AfterSegment {
+    let tgid = s.workload.processes[pid].tgid as usize;
+    let seg = s.procs[pid].segment as usize;
+    if let Some(point) = plan[seg].signal {
+        for released in s.groups[tgid].sync.signal(point) {
+            s.push(s.now, Event::SyncDone(released));
+        }
+    }
+    let next = seg + 1;
+    if next == plan.len() {
+        return AfterSegment::Done;
+    }
+    s.procs[pid].segment = next as u32;
+    match plan[next].wait {
+        Some(w) if !s.groups[tgid].sync.reached(w.point, w.count) => AfterSegment::Wait {
+            point: w.point,
+            count: w.count,
+        },
+        _ => AfterSegment::Continue,
+    }
+}
+
+/// A thread released from a sync point wakes where the policy says (as from IO).
+fn sync_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
+    let prev = s.procs[pid].cpu;
+    let p = &mut s.procs[pid];
+    p.sync_wait_ns += s.now - p.blocked_since;
+    next_burst(s, pid);
+    let cpu = policy.place_wakeup(&s.view(), pid, prev);
+    admit(s, policy, pid, cpu);
+}
+
 fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     s.advance(cpu);
     let pid = s.cpus[cpu]
@@ -708,10 +790,27 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         .expect("a milestone has a running process");
     let (burst_left, slice_left) = (s.procs[pid].burst_left, s.procs[pid].slice_left_ns);
     if burst_left <= WORK_EPS {
+        let after = plan_of(s, pid).map(|plan| end_segment(s, pid, plan));
+        if let Some(AfterSegment::Continue) = after {
+            // The next segment can start at once: the thread keeps its CPU and its slice.
+            next_burst(s, pid);
+            s.schedule_milestone(cpu);
+            return;
+        }
         let pid = s.take_current(cpu);
         s.leave_node(pid, cpu);
+        if let Some(AfterSegment::Wait { point, count }) = after {
+            // At a barrier or an empty queue: off the runqueue until released (SyncDone).
+            let p = &mut s.procs[pid];
+            p.state = PState::Blocked;
+            p.blocked_since = s.now;
+            let tgid = s.workload.processes[pid].tgid as usize;
+            s.groups[tgid].sync.wait(pid, point, count);
+            after_stop(s, policy, cpu);
+            return;
+        }
         let p = &mut s.procs[pid];
-        if p.remaining <= WORK_EPS {
+        if matches!(after, Some(AfterSegment::Done)) || p.remaining <= WORK_EPS {
             p.state = PState::Done;
             p.completion_ns = Some(s.now);
             p.remaining = 0.0;

@@ -76,6 +76,8 @@ pub struct Attempt {
     pub tasks_examined: u32,
     /// Extra runqueue locks taken beyond the balancing CPU's own (charged like a runqueue).
     pub locks: u32,
+    /// Candidates a selection policy evaluated (charged `cost_per_evaluation_ns` each).
+    pub evaluations: u32,
     /// Moves, applied in order.
     pub moves: Vec<Move>,
     /// Page migrations.

@@ -98,13 +98,10 @@ impl View<'_> {
         }
     }
 
-    /// Threads of group `tgid` that are runnable or running on `node`.
+    /// Threads of group `tgid` that are runnable or running on `node` (kept incrementally: O(1)
+    /// for multithreaded groups).
     pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {
-        self.groups[tgid]
-            .on_node
-            .iter()
-            .find(|(n, _)| *n == node)
-            .map_or(0, |(_, c)| *c)
+        self.groups[tgid].threads_on_node(node)
     }
 
     /// Number of threads in group `tgid`.
@@ -117,7 +114,21 @@ impl View<'_> {
         self.held.iter().copied()
     }
 
-    /// Page shares of group `tgid`: `(node, share)` for the nodes holding any.
+    /// MB placed so far for thread `pid` (its private part and its share of the shared part),
+    /// and MB it shares with the other threads of its group; `(0, 0)` for a process without
+    /// sizes (crate::memory).
+    pub fn resident_mb(&self, pid: Pid) -> (f64, f64) {
+        let tgid = self.workload.processes[pid].tgid as usize;
+        self.groups[tgid].memory.resident_mb(pid - tgid)
+    }
+
+    /// Whether group `tgid` is an application with a structure (barriers or a pipeline).
+    pub fn is_app(&self, tgid: usize) -> bool {
+        self.groups[tgid].app.is_some()
+    }
+
+    /// Pages of group `tgid`: `(node, amount)` for the nodes holding any: shares of the group
+    /// (no sizes) or MB (an application with a footprint).
     pub fn pages(&self, tgid: usize) -> &[(usize, f64)] {
         self.groups[tgid].memory.pages()
     }
