@@ -134,8 +134,9 @@ pub struct WorkloadSpec {
     pub spawn: Spawn,
     pub threads: usize,
     pub fork_spread_ns: u64,
-    /// Application profiles (`app=canneal+x264`): each of the `n` instances runs them in turn.
-    pub apps: Vec<String>,
+    /// Application profiles with their thread counts (`app=canneal:16+x264`, a missing count
+    /// is `threads`): each of the `n` rounds starts them in turn.
+    pub apps: Vec<(String, Option<u32>)>,
 }
 
 /// Window of the `random` arrival alias: uniform over the first second (documented choice).
@@ -328,9 +329,18 @@ impl WorkloadSpec {
                     };
                 }
                 "app" => {
-                    for name in v.split('+').map(str::trim) {
+                    for item in v.split('+').map(str::trim) {
+                        let (name, threads) = match item.split_once(':') {
+                            None => (item, None),
+                            Some((name, t)) => {
+                                let t = t.trim().parse().ok().filter(|&t: &u32| t >= 1).ok_or_else(|| {
+                                    bad(format!("'{t}' in '{item}' is not a thread count ≥ 1"))
+                                })?;
+                                (name.trim(), Some(t))
+                            }
+                        };
                         apps::profile(origin, name)?;
-                        spec.apps.push(name.to_string());
+                        spec.apps.push((name.to_string(), threads));
                     }
                 }
                 _ => {
@@ -504,21 +514,21 @@ impl WorkloadSpec {
         })
     }
 
-    /// `n` instances of the application list, in turn: instance j of app a is application
+    /// `n` rounds of the application list, in turn: instance j of app a is application
     /// `j · apps + a`. Per application, in order: arrival (per pattern, one draw per
     /// application), spawn CPU (shared by its threads: they are created by its main thread),
     /// its plan (`apps::Profile::plan`), then per thread a fork offset (`fork=over:MS`, thread 0
     /// at the arrival) and a private seed.
     fn generate_apps(&self, origin: &str, seed: u64, node_cpus: &[Vec<usize>]) -> Result<Workload> {
         let cpus: usize = node_cpus.iter().map(Vec::len).sum();
-        let profiles: Vec<&apps::Profile> = self
+        let profiles: Vec<(&apps::Profile, u32)> = self
             .apps
             .iter()
-            .map(|a| apps::profile(origin, a))
+            .map(|(a, t)| Ok((apps::profile(origin, a)?, t.unwrap_or(self.threads as u32))))
             .collect::<Result<_>>()?;
         let per_round: usize = profiles
             .iter()
-            .map(|p| p.thread_count(self.threads as u32) as usize)
+            .map(|(p, t)| p.thread_count(*t) as usize)
             .sum();
         crate::budget::check_run(
             origin,
@@ -532,7 +542,7 @@ impl WorkloadSpec {
         let mut apps_out = Vec::new();
         let mut poisson_t = 0.0f64;
         for index in 0..self.n * profiles.len() {
-            let profile = profiles[index % profiles.len()];
+            let (profile, threads) = profiles[index % profiles.len()];
             let arrival = match self.arrival {
                 Arrival::Same => 0,
                 Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
@@ -545,7 +555,7 @@ impl WorkloadSpec {
                 }
             };
             let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)? as u32;
-            let plan = profile.plan(self.threads as u32, &mut rng);
+            let plan = profile.plan(threads, &mut rng);
             let tgid = processes.len() as u32;
             for (t, segments) in plan.threads.iter().enumerate() {
                 let arrival_ns = if t > 0 && self.fork_spread_ns > 0 {
@@ -1042,6 +1052,67 @@ mod tests {
             e.message.starts_with(&format!(
                 "1000000000000 processes need about {gb:.1} GB of memory to run"
             )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn app_spec_makes_thread_groups_with_plans() {
+        let spec = WorkloadSpec::parse("w", "app=swaptions:3+dedup,threads=2,n=2").unwrap();
+        let w = spec.generate("w", 3, &nodes()).unwrap();
+        // Per round: swaptions with 3 threads, dedup with 1 + 2 + 2 + 2 + 1 threads.
+        assert_eq!(w.apps.len(), 4);
+        assert_eq!(
+            w.apps
+                .iter()
+                .map(|a| (a.tgid, a.plans.len()))
+                .collect::<Vec<_>>(),
+            vec![(0, 3), (3, 8), (11, 3), (14, 8)]
+        );
+        w.validate("w", 4).unwrap();
+        for app in &w.apps {
+            let threads = &w.processes[app.tgid as usize..app.tgid as usize + app.plans.len()];
+            // The main thread creates the others: one spawn CPU, one arrival (fork=at-once).
+            assert!(threads.iter().all(|p| p.tgid == app.tgid
+                && p.spawn_cpu == threads[0].spawn_cpu
+                && p.arrival_ns == threads[0].arrival_ns
+                && p.kind == Kind::Cpu));
+        }
+        let json = w.to_json();
+        assert_eq!(Workload::from_json("w", &json).unwrap(), w);
+        assert!(w
+            .to_csv()
+            .unwrap_err()
+            .to_string()
+            .contains("save it as .json"));
+    }
+
+    #[test]
+    fn app_spec_refuses_keys_the_profile_sets_and_unknown_apps() {
+        for (text, want) in [
+            (
+                "app=canneal,exec=100",
+                "'exec' does not apply to app workloads",
+            ),
+            ("app=canneal,mem=0.2", "'mem' does not apply"),
+            ("app=nosuch", "unknown application 'nosuch'"),
+            ("app=canneal:0", "not a thread count"),
+        ] {
+            let e = WorkloadSpec::parse("w", text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_app_whose_wait_is_never_signalled_is_refused() {
+        let mut w = WorkloadSpec::parse("w", "app=canneal,threads=2")
+            .unwrap()
+            .generate("w", 1, &nodes())
+            .unwrap();
+        w.apps[0].plans[1][1].wait = Some(apps::Wait { point: 0, count: 3 });
+        let e = w.validate("w", 4).unwrap_err().to_string();
+        assert!(
+            e.contains("point 0 is waited for 3 times but signalled 2"),
             "{e}"
         );
     }

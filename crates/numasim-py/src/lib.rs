@@ -353,6 +353,13 @@ fn resolve_assumptions(origin: &str, setting: &str) -> PyResult<Vec<(&'static st
         .pairs())
 }
 
+/// The application profiles (data/apps.toml) as JSON text: `[{name, description, model, ...,
+/// sources}]` in file order.
+#[pyfunction]
+fn apps_registry() -> String {
+    serde_json::to_string(numasim_core::apps::profiles()).expect("serialisable")
+}
+
 #[pyfunction]
 fn migration_kinds() -> Vec<&'static str> {
     numasim_core::engine::metrics::migration_kind_names()
@@ -378,6 +385,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_run, m)?)?;
     m.add_function(wrap_pyfunction!(migration_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(assumptions_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_registry, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_assumptions, m)?)?;
     m.add_function(wrap_pyfunction!(chrome_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_problems, m)?)?;
