@@ -88,7 +88,8 @@ def topology(
     "--workload",
     "workload_spec",
     required=True,
-    help="A spec (n=300,kind=cpu,exec=200,arrival=random) or a .csv/.json workload file.",
+    help="A spec (n=300,kind=cpu,exec=200,arrival=random, or app=canneal:16+x264:8), a "
+    ".csv/.json workload file, or a mix: a .toml mix file or a shipped mix's name (parsec-mix).",
 )
 @click.option(
     "--policy",
@@ -208,12 +209,17 @@ def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[st
         d.mkdir(parents=True, exist_ok=True)
         result.processes.to_csv(d / "processes.csv", index=False)
         (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
-        workload.save(d / "workload.csv")
+        # Applications have barriers and memory sizes that CSV cannot hold: JSON for them.
+        workload_file = "workload.json" if result.raw.get("apps") else "workload.csv"
+        workload.save(d / workload_file)
         pd.DataFrame(migration_table(record.machine, result.raw), columns=cols).to_csv(
             d / "migrations.csv", index=False
         )
+        names = ["processes.csv", "summary.json", workload_file, "migrations.csv"]
+        if result.raw.get("apps"):
+            result.apps.drop(columns=["remote_share_timeline"]).to_csv(d / "apps.csv", index=False)
+            names.append("apps.csv")
         saved = record.save(d)
-    names = ["processes.csv", "summary.json", "workload.csv", "migrations.csv"]
     return [str(d / n) for n in names] + [str(p) for p in saved]
 
 
@@ -527,7 +533,8 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
     "--workload",
     "workload",
     required=True,
-    help="A generator spec with the process count, e.g. n=200,kind=io (docs/workloads.md).",
+    help="A generator spec with the process count, e.g. n=200,kind=io (docs/workloads.md), or a "
+    "mix (a .toml mix file or a shipped mix's name, docs/apps.md).",
 )
 @click.option(
     "--policies",
@@ -548,8 +555,15 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
     """Compare policies on one workload with paired replications (the first is the baseline)."""
     from numasim import experiment as ex
 
+    from numasim.apps import MIX_SUFFIX, Mix, is_mix_name
+
     _check_common(replications, confidence)
-    if Path(workload).suffix.lower() in {".csv", ".json"} or Path(workload).is_file():
+    if Path(workload).suffix.lower() == MIX_SUFFIX or is_mix_name(workload):
+        # A mix is a spec: its n (rounds of its list, default 1) is the one n compared.
+        workload = Mix.resolve(workload).spec
+        if not any(p.startswith("n=") for p in workload.split(",")):
+            workload += ",n=1"
+    elif Path(workload).suffix.lower() in {".csv", ".json"} or Path(workload).is_file():
         raise click.UsageError(
             f"--workload: '{workload}' is a file; compare generates its replications from a "
             "spec such as n=200,kind=cpu (run a workload file with `numasim run --workload FILE`)"
@@ -632,6 +646,27 @@ def list_experiments() -> None:
     from numasim.experiment import list_experiments as items
 
     _echo_listing([(e.name, e.title, f"source: {e.source}") for e in items()])
+
+
+@list_.command(name="apps")
+@click.option("--sources", "sources", default=None, metavar="NAME",
+              help="Print each field of application NAME with its value and source.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the profiles as JSON.")
+def list_apps(sources: str | None, as_json: bool) -> None:
+    """Application profiles (PARSEC-like) for app=NAME:T workloads and mix files."""
+    from numasim import apps
+
+    if sources is not None and as_json:
+        click.echo(json.dumps(apps.profile(sources)))
+    elif sources is not None:
+        click.echo(apps.sources_text(sources))
+    elif as_json:
+        click.echo(json.dumps(apps.registry()))
+    else:
+        click.echo(apps.listing())
+        mixes = apps.shipped_mixes()
+        if mixes:
+            click.echo(f"mixes (--workload NAME or a .toml mix file): {', '.join(mixes)}")
 
 
 @list_.command(name="assumptions")

@@ -99,7 +99,9 @@ def summary_items(s: dict[str, Any], procs: Any) -> list[tuple[str, str]]:
         ("makespan", f"{s['makespan_ms']:.1f} ms; utilisation {100 * s['utilisation']:.1f} %"),
         ("migrations", f"{s['migrations']} ({kinds or 'none'}); by distance {levels}"),
         ("balancing", f"periodic {sum(b['periodic'])}, newly idle {sum(b['newidle'])}, "
-                      f"active {sum(b['active'])}; cost {b['cost_ms']:.3f} ms"),
+                      f"active {sum(b['active'])}; cost {b['cost_ms']:.3f} ms"
+                      + (f"; candidate evaluations {b['evaluations']}"
+                         if b.get("evaluations") else "")),
         ("memory", f"stall {s['memory_ms']:.1f} ms; mean remote factor "
                    f"{s['mean_remote_factor']:.3f}"),
         ("far from origin", f"{s['far_from_origin']} ({s['far_from_origin_pct']:.1f} %); "
@@ -121,10 +123,41 @@ def _records(procs: Any) -> list[dict[str, Any]]:
 
 
 def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
-    """The run summary for the terminal."""
+    """The run summary for the terminal; a workload with applications adds their table."""
     s = result.raw_summary
     lines = [f"{machine} · {policy} over {builder} domains · {s['processes']} processes",
              describe(result.assumptions)]  # fmt: skip
     for label, text in summary_items(s, result.processes):
         lines.append(f"{label:<12} {text}" if len(label) <= 12 else f"{label}  {text}")
+    apps = result.raw.get("apps")
+    if apps:
+        lines += ["", "applications: completion and turnaround of the last thread; remote share: "
+                  "time-weighted share", "of accesses to other nodes; threads per node: "
+                  "node:threads by the node each thread ran on most"]  # fmt: skip
+        rows = app_rows(apps)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            cells = [c.ljust(w) if i == 0 else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(r, widths, strict=True))]  # fmt: skip
+            lines.append("  " + "  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+#: Header of the per-application table (terminal and run report).
+APP_HEADER = ["app", "threads", "arrival ms", "completion ms", "turnaround ms",
+              "remote share %", "sync wait ms", "threads per node"]  # fmt: skip
+
+
+def app_rows(apps: list[dict[str, Any]]) -> list[list[str]]:
+    """The per-application table of a run (``raw["apps"]``), header first; threads per node as
+    ``node:count`` for the nodes where a thread ran most."""
+    from numasim.apps import app_labels
+
+    rows = [APP_HEADER]
+    for label, a in zip(app_labels(apps), apps, strict=True):
+        nodes = " ".join(f"{k}:{c}" for k, c in enumerate(a["threads_by_node"]) if c)
+        rows.append([label, str(a["threads"]), f"{a['arrival_ms']:.1f}",
+                     f"{a['completion_ms']:.1f}", f"{a['turnaround_ms']:.1f}",
+                     f"{100 * a['remote_share']:.1f}", f"{a['sync_wait_ms']:.1f}",
+                     nodes])  # fmt: skip
+    return rows

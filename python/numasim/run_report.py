@@ -7,6 +7,8 @@
  Schedule        per-CPU utilisation timeline (CPU × time, busy fraction per bin)
  Far from origin processes by the distance from their origin node to the node they ran most
                  (log scale: the few far processes next to the many at home)
+ Applications    (app= workloads and mixes only) per application: arrival to completion of its
+                 last thread, and its CPU time by node (where its threads ran); the table
 ```
 
 Figures are matplotlib SVG inlined in the page (text drawn as paths, so no font is needed);
@@ -202,6 +204,51 @@ def far_plot(record: RunRecord) -> Any:
     return fig
 
 
+APPS_CAPTION = (
+    "Left: each application from its arrival to the completion of its last thread. Right: its "
+    "threads' CPU time by node, as a share of its CPU time (where its threads ran)."
+)
+
+
+def apps_plot(record: RunRecord) -> Any:
+    """Per application: a bar from arrival to completion, and its CPU time by node (stacked
+    shares, one colour per node)."""
+    from numasim.apps import app_labels
+
+    plt = _pyplot()
+    apps = record.result["apps"]
+    labels = app_labels(apps)
+    k = len(apps)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 1.2 + 0.32 * k), sharey=True,
+                                   constrained_layout=True, width_ratios=[3, 2])  # fmt: skip
+    y = list(range(k))
+    ax1.barh(y, [a["completion_ms"] - a["arrival_ms"] for a in apps],
+             left=[a["arrival_ms"] for a in apps], color="#4c72b0", height=0.6)  # fmt: skip
+    for i, a in enumerate(apps):
+        ax1.text(a["completion_ms"], i, f" {a['turnaround_ms']:.0f}", va="center", fontsize=7)
+    ax1.set_yticks(y, labels)
+    ax1.invert_yaxis()  # the first application on top, as in the table
+    ax1.set_xlim(0, record.result["summary"]["makespan_ms"] * 1.12)
+    ax1.set(xlabel="time (ms)", title="arrival → completion (turnaround, ms)")
+    ax1.grid(axis="x", alpha=0.3)
+    nodes = record.machine.nodes
+    cmap = plt.get_cmap("tab10" if nodes <= 10 else "tab20")
+    left = [0.0] * k
+    for node in range(nodes):
+        share = []
+        for a in apps:
+            by_node = dict(a["cpu_ms_by_node"])
+            share.append(100 * by_node.get(node, 0.0) / a["cpu_ms"] if a["cpu_ms"] else 0.0)
+        ax2.barh(y, share, left=left, height=0.6, color=cmap(node % cmap.N),
+                 label=f"node {node}" if nodes <= 16 else None)  # fmt: skip
+        left = [x + w for x, w in zip(left, share, strict=True)]
+    ax2.set_xlim(0, 100)
+    ax2.set(xlabel="share of its CPU time (%)", title="CPU time by node")
+    if nodes <= 16:
+        fig.legend(loc="outside lower center", ncol=min(nodes, 8), fontsize=8, frameon=False)
+    return fig
+
+
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
     def cell(tag: str, i: int, v: Any) -> str:
         cls = ' class="num"' if i in numeric else ""
@@ -266,6 +313,26 @@ def html_report(record: RunRecord) -> str:
         f"({s['far_from_origin_pct']:.1f} %) ran most on a node other than their origin node.</p>",
         _figure(far_figure(record), FAR_CAPTION),
         far,
+        *_apps_section(record),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
+
+
+def _apps_section(record: RunRecord) -> list[str]:
+    """The applications of an ``app=`` workload or a mix; nothing for other workloads."""
+    from numasim.render import app_rows
+
+    apps = record.result.get("apps")
+    if not apps:
+        return []
+    header, *rows = app_rows(apps)
+    return [
+        "<h2>Applications</h2>",
+        f"<p>{_count(len(apps), 'application')}. Completion and turnaround are those of an "
+        "application's last thread; remote share is the time-weighted share of its threads' "
+        "accesses to another node's memory; threads per node counts each thread on the node "
+        "where it ran most.</p>",
+        _figure(_svg(apps_plot(record)), APPS_CAPTION),
+        _table(header, rows, set(range(1, len(header) - 1))),
+    ]

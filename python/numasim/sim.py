@@ -15,6 +15,11 @@ from numasim.assumptions import Setting
 from numasim.machine import Machine, check_builder, read_text
 
 WORKLOAD_SUFFIXES = {".csv", ".json"}
+#: Columns of ``Result.apps``: ``app`` labels each application (numasim.apps.app_labels), the
+#: others are the engine's per-application result (docs/apps.md).
+APP_COLUMNS = ["app", "tgid", "name", "threads", "arrival_ms", "completion_ms", "turnaround_ms",
+               "cpu_ms", "sync_wait_ms", "remote_share", "cpu_ms_by_node", "threads_by_node",
+               "remote_share_timeline"]  # fmt: skip
 
 
 class Workload:
@@ -47,13 +52,34 @@ class Workload:
         raise InputError(f"{path}: a workload file must end in .csv or .json")
 
     @classmethod
+    def mix(cls, machine: Machine, name_or_path: str | Path, seed: int = 0) -> Workload:
+        """A multiprogrammed mix: a mix file (``.toml``) or a shipped mix by name
+        (``parsec-mix``), generated from ``seed`` as its spec would be (docs/apps.md)."""
+        from numasim.apps import Mix
+
+        m = Mix.resolve(name_or_path)
+        return cls._generate(machine, m.spec, seed, m.origin)
+
+    @classmethod
     def resolve(cls, machine: Machine, spec_or_path: str, seed: int = 0) -> Workload:
-        """What the CLI's --workload names: a workload file if one exists there, else a spec."""
+        """What the CLI's --workload names: a mix (a ``.toml`` file or a shipped mix's name), a
+        workload file if one exists there, else a spec."""
+        from numasim.apps import MIX_SUFFIX, is_mix_name
+
         path = Path(spec_or_path)
+        if path.suffix.lower() == MIX_SUFFIX or is_mix_name(spec_or_path):
+            return cls.mix(machine, spec_or_path, seed)
         if path.suffix.lower() in WORKLOAD_SUFFIXES or path.is_file():
             w = cls.load(path)
             w._core.validate(machine._core, str(path))
             return w
+        if "=" not in spec_or_path:  # a spec always has one: a misspelt mix or a missing file
+            from numasim.apps import shipped_mixes
+
+            raise InputError(
+                f"--workload: '{spec_or_path}' is not a spec (key=value,...), a workload or mix "
+                f"file, or a shipped mix ({', '.join(shipped_mixes())})"
+            )
         return cls._generate(machine, spec_or_path, seed, "--workload")
 
     def save(self, path: str | Path) -> None:
@@ -87,6 +113,21 @@ class Result:
     raw_json: str = ""
     #: The modelling assumptions the run was made under (name → value, registry order).
     assumptions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def apps(self) -> pd.DataFrame:
+        """One row per application (``app=`` workloads and mixes): completion of its last
+        thread, turnaround, CPU time, sync wait, remote share, where its threads ran
+        (``APP_COLUMNS``); empty, with those columns, for a workload without applications."""
+        return app_frame(self.raw.get("apps", []))
+
+
+def app_frame(apps: list[dict[str, Any]]) -> pd.DataFrame:
+    """``raw["apps"]`` as a DataFrame with ``APP_COLUMNS``, labelled by ``apps.app_labels``."""
+    from numasim.apps import app_labels
+
+    rows = [{"app": label, **a} for label, a in zip(app_labels(apps), apps, strict=True)]
+    return pd.DataFrame(rows, columns=APP_COLUMNS)
 
 
 def _summary_row(s: dict[str, Any]) -> dict[str, Any]:
