@@ -217,7 +217,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (("seed = 7", "seed = -1"), "seed: should be greater than or equal to 0 (got -1)"),
         (
             ('name = "make"', 'name = "make"\ncolour = 2'),
-            "unknown key 'workload.0.colour'; allowed: name, spec",
+            "unknown key 'workload.0.colour'; allowed: mix, name, spec",
         ),
         (('name = "make"', "name = 5"), "workload.0.name: should be a valid string (got 5)"),
         (

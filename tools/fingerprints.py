@@ -34,6 +34,12 @@ DIGITS = 10
 def _rounded(value: Any) -> Any:
     if isinstance(value, float):
         return float(f"{value:.{DIGITS}g}")
+    # Rows of app workloads hold a list of per-application values (rows of other workloads
+    # hold none, so their digests are as before).
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
     return value
 
 
@@ -62,13 +68,13 @@ def experiments() -> dict[str, dict[str, str]]:
 def benchmarks() -> dict[str, dict[str, Any]]:
     """Per `numasim bench` scenario: events, mean turnaround and makespan of one run."""
     from numasim import _core
-    from numasim.bench import _machine, scenarios
+    from numasim.bench import _machine, scenarios, workload_spec
 
     out = {}
     for sc in scenarios():
         m = _machine(sc["machine"])
         r = json.loads(
-            _core.bench_run(m._core, sc["workload"], sc["seed"], sc["policy"], sc["domains"])
+            _core.bench_run(m._core, workload_spec(sc), sc["seed"], sc["policy"], sc["domains"])
         )
         out[sc["name"]] = {k: _rounded(r[k]) for k in ("events", "mean_tat_ms", "makespan_ms")}
     return out

@@ -29,6 +29,15 @@ def scenarios() -> list[dict[str, Any]]:
     return tomllib.loads((_bench_dir() / "scenarios.toml").read_text())["scenario"]
 
 
+def workload_spec(sc: dict[str, Any]) -> str:
+    """A scenario's workload: its ``workload`` spec, or the spec of its ``mix``."""
+    if "mix" in sc:
+        from numasim.apps import Mix
+
+        return Mix.resolve(sc["mix"]).spec
+    return sc["workload"]
+
+
 def _machine(spec: str) -> Machine:
     path = _bench_dir() / spec
     return Machine.from_file(path) if path.is_file() else Machine.preset(spec)
@@ -40,7 +49,7 @@ def run_one(name: str) -> dict[str, Any]:
     m = _machine(sc["machine"])
     runs = [
         json.loads(
-            _core.bench_run(m._core, sc["workload"], sc["seed"], sc["policy"], sc["domains"])
+            _core.bench_run(m._core, workload_spec(sc), sc["seed"], sc["policy"], sc["domains"])
         )
         for _ in range(sc.get("repeat", 1))
     ]

@@ -356,10 +356,8 @@ def _count(n: int) -> str:
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
                     fresh: bool, ablate: bool = False,
                     report_file: str | None = None) -> None:  # fmt: skip
-    import pandas as pd
-
+    from numasim import app_report, report, reproduction, stats
     from numasim import experiment as ex
-    from numasim import report, reproduction, stats
 
     out_dir = Path(out) if out else Path("numasim-results") / exp.name
     confidence = confidence or exp.confidence
@@ -378,12 +376,18 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     else:
         reuse = (f"computed {_count(outcome.computed)}, reused {_count(outcome.reused)} "
                  f"of {_count(outcome.total)} runs (store {outcome.store})")  # fmt: skip
-    runs = pd.DataFrame(outcome.rows)
+    runs = outcome.runs
     summary = stats.summarize(runs, confidence, exp.metric)
     gains = stats.gains(runs, exp, confidence, exp.metric)
+    # Workloads with applications: per-application results (None for every other experiment).
+    apps = app_report.compute(exp, runs, outcome.apps, confidence)
+    ref_gains = apps.average if apps is not None else None
     with _writing(out_dir):
         files = report.write_tables(out_dir, runs, summary, gains)
         figures = report.write_figures(out_dir, exp, summary, gains)
+        if apps is not None:
+            files += app_report.write_tables(out_dir, apps)
+            figures += app_report.write_figures(out_dir, exp, apps)
     ablation, ablation_files = None, []
     if ablate or report_file:
         with _progress() as bar:
@@ -398,17 +402,23 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         with _writing(out_dir):
             ablation_files = reproduction.write_ablation(out_dir, exp, ablation)
     if report_file:
-        page = reproduction.html_page(exp, summary, gains, confidence, figures, ablation,
-                                      ablation_files)  # fmt: skip
+        page = reproduction.html_page(exp, summary, gains, confidence,
+                                      [f for f in figures if apps is None or f not in apps.figures],
+                                      ablation, ablation_files, apps)  # fmt: skip
         _write(report_file, page)
     if as_json:
         rows = report.json_rows(exp, gains)
+        if apps is not None:
+            rows.update(app_report.json_rows(apps))
         if ablation is not None:
             rows["ablation"] = reproduction.json_rows(ablation)
         click.echo(json.dumps(rows))
         click.echo(reuse, err=True)
         return
-    click.echo(report.table_text(exp, summary, gains, confidence, runs))
+    click.echo(report.table_text(exp, summary, gains, confidence, runs, ref_gains))
+    if apps is not None:
+        click.echo()
+        click.echo(app_report.text(exp, apps))
     if ablation is not None:
         click.echo()
         click.echo(reproduction.table_text(exp, ablation))
@@ -554,7 +564,6 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
             fresh, assume, as_json) -> None:  # fmt: skip
     """Compare policies on one workload with paired replications (the first is the baseline)."""
     from numasim import experiment as ex
-
     from numasim.apps import MIX_SUFFIX, Mix, is_mix_name
 
     _check_common(replications, confidence)

@@ -80,6 +80,8 @@ class Variant:
 class WorkloadDef:
     name: str
     spec: str
+    #: The shipped mix (or mix file) the spec comes from, if any (``mix = ...``).
+    mix: str = ""
 
 
 @dataclass
@@ -194,7 +196,9 @@ class _Strict(BaseModel):
 
 class _WorkloadEntry(_Strict):
     name: str = Field(min_length=1)
-    spec: str
+    #: A generator spec, or ``mix``: a shipped mix's name or a mix file (docs/apps.md).
+    spec: str | None = None
+    mix: str | None = None
 
 
 class _Sweep(_Strict):
@@ -283,9 +287,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         f = ExperimentFile.model_validate(data)
     except ValidationError as e:
         raise _schema_error(origin, e) from None
-    for i, w in enumerate(f.workload):
-        if any(part.strip().startswith("n=") for part in w.spec.split(",")):
-            raise InputError(f"{origin}: workload.{i}.spec: n comes from [sweep], not the spec")
+    workloads = [_workload(origin, i, w) for i, w in enumerate(f.workload)]
     for key, items in (("workload", [w.name for w in f.workload]), ("machines", f.machines),
                        ("sweep.n", f.sweep.n)):  # fmt: skip
         twice = sorted({str(x) for x in items if items.count(x) > 1})
@@ -300,7 +302,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         title=f.title,
         source=f.source,
         machines=f.machines,
-        workloads=[WorkloadDef(w.name, w.spec) for w in f.workload],
+        workloads=workloads,
         ns=f.sweep.n,
         baseline=parse_variant(origin, f.baseline),
         policies=[parse_variant(origin, p) for p in f.policies],
@@ -323,6 +325,26 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     for m in f.machines:
         Machine.load(m)
     return exp
+
+
+def _workload(origin: str, i: int, w: _WorkloadEntry) -> WorkloadDef:
+    """A ``[[workload]]`` entry: its spec, or the spec of its mix (without n: the sweep's)."""
+    where = f"{origin}: workload.{i}"
+    if (w.spec is None) == (w.mix is None):
+        which = "both" if w.spec is not None else "neither"
+        raise InputError(f"{where}: give either spec (a generator spec) or mix (a mix's name "
+                         f"or file), not {which}")  # fmt: skip
+    if w.mix is not None:
+        from numasim.apps import Mix
+
+        mix = Mix.resolve(w.mix)
+        if mix.spec != mix.spec_without_n:
+            raise InputError(f"{where}.mix: {mix.origin} sets n; in an experiment n comes "
+                             "from [sweep]")  # fmt: skip
+        return WorkloadDef(w.name, mix.spec, w.mix)
+    if any(part.strip().startswith("n=") for part in w.spec.split(",")):
+        raise InputError(f"{where}.spec: n comes from [sweep], not the spec")
+    return WorkloadDef(w.name, w.spec)
 
 
 @dataclass(frozen=True)
@@ -403,7 +425,8 @@ def run_batch(
     for _, seed in reps:
         w = _core.Workload.generate(m, f"n={n},{spec}", seed)
         for _, policy, domains in variants:
-            s = json.loads(_core.simulate(m, w, policy, domains, False, assume))["summary"]
+            result = json.loads(_core.simulate(m, w, policy, domains, False, assume))
+            s = result["summary"]
             row = {key: s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
                    for key in METRICS}  # fmt: skip
             row["migrations_between_classes"] = s["migrations_between_classes"]
@@ -415,8 +438,31 @@ def run_batch(
             # Far-from-origin processes by the distance of the node where they ran most.
             for d, count in zip(s["mals"][1:], s["far_by_level"][1:], strict=True):
                 row[f"far_at_{d}"] = count
+            if result.get("apps"):  # only workloads with applications: other rows unchanged
+                row.update(app_metrics(result))
             rows.append(row)
     return rows
+
+
+#: What a run row keeps of each application (``row["apps"]``, app workloads only).
+APP_FIELDS = ("threads", "turnaround_ms", "completion_ms", "remote_share", "sync_wait_ms",
+              "cpu_ms")  # fmt: skip
+
+
+def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """The part of a run row only app workloads have: per application (labelled as
+    ``apps.app_labels`` does) ``APP_FIELDS``; the selection policies' candidate evaluations
+    (absent from the summary when 0) and the balancing passes (every balancing attempt, at
+    every level: periodic, newly idle, active and machine-wide)."""
+    from numasim.apps import app_labels
+
+    b = result["summary"]["balance"]
+    passes = sum(sum(b[k]) for k in ("periodic", "newidle", "active", "other"))
+    labels = app_labels(result["apps"])
+    apps = [{"app": label, "name": a["name"], **{k: a[k] for k in APP_FIELDS}}
+            for label, a in zip(labels, result["apps"], strict=True)]  # fmt: skip
+    return {"balance_evaluations": b.get("evaluations", 0), "balance_passes": passes,
+            "apps": apps}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -490,6 +536,32 @@ class Outcome:
     @property
     def total(self) -> int:
         return self.computed + self.reused
+
+    @property
+    def runs(self) -> Any:
+        """One row per run (a DataFrame), without the per-application lists."""
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in r.items() if k != "apps"} for r in self.rows])
+
+    @property
+    def apps(self) -> Any:
+        """One row per application of each run (``APP_ROW_COLUMNS``); empty when the
+        experiment's workloads have no applications."""
+        return app_rows(self.rows)
+
+
+#: The run's names, then the application's (``Outcome.apps``, ``apps.csv``).
+APP_ROW_COLUMNS = ["machine", "workload", "n", "policy", "replication", "seed", "app", "name",
+                   *APP_FIELDS]  # fmt: skip
+
+
+def app_rows(rows: list[dict[str, Any]]) -> Any:
+    """The per-application lists of run rows as one table (``APP_ROW_COLUMNS``)."""
+    import pandas as pd
+
+    out = [{**{k: r[k] for k in APP_ROW_COLUMNS[:6]}, **a} for r in rows for a in r.get("apps", [])]
+    return pd.DataFrame(out, columns=APP_ROW_COLUMNS)
 
 
 class Interrupted(Exception):

@@ -161,7 +161,7 @@ def ablate(
         outcome = execute(fexp, out, jobs=jobs, cluster=cluster,
                           on_progress=on_progress(f.label) if on_progress else None)  # fmt: skip
         computed, reused = computed + outcome.computed, reused + outcome.reused
-        runs = pd.DataFrame(outcome.rows)
+        runs = outcome.runs
         g = stats.gains(runs, fexp, confidence, metric)
         gains[f.name] = g
         per_rep = _per_replication(runs, fexp, metric)
@@ -442,8 +442,11 @@ def _sign(x: float) -> int:
     return int(np.sign(round(x, 2)))
 
 
-def reading(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str]:
-    """The honest reading: one paragraph per machine and workload (see the module doc)."""
+def reading(exp: Experiment, gains: pd.DataFrame, confidence: float,
+            reference_gains: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
+    """The honest reading: one paragraph per machine and workload (see the module doc). A
+    published average is compared with ``reference_gains`` when given (applications:
+    ``stats.app_average``)."""
     ref = exp.reference
     conf = report.confidence_text(confidence)
     out = []
@@ -453,7 +456,7 @@ def reading(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str
                    "only.")  # fmt: skip
         return out + _own(exp, gains, conf)
     if not ref.rows:
-        return out + _average(exp, gains, conf)
+        return out + _average(exp, gains if reference_gains is None else reference_gains, conf)
     v = versus(exp, gains)
     out.append(f"Compared variant: {ref.policy} vs {exp.baseline.label}, at the n the paper "
                f"publishes ({ref.source}). Trend: Spearman's ρ of gain vs n, rises if ρ ≥ "
@@ -508,14 +511,15 @@ def reading(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str
 def _average(exp: Experiment, gains: pd.DataFrame, conf: str) -> list[str]:
     ref = exp.reference
     pub = ref.average_gain_pct
+    basis = report.average_basis(gains)
     out = [f"The paper publishes one number, an average gain of {report.fmt(pub, 2)} % for "
-           f"{ref.policy} ({ref.source}): it is compared with numasim's mean gain over the "
-           "sweep (every workload and n). There is no published trend to compare."]  # fmt: skip
+           f"{ref.policy} ({ref.source}): it is compared with numasim's {basis} (every workload "
+           "and n). There is no published trend to compare."]  # fmt: skip
     g = gains[gains.policy == ref.policy]
     for machine, d in g.groupby("machine", sort=False):
         mean = d.gain_pct.mean()
         same = _sign(mean) == _sign(pub)
-        out.append(f"{machine}: numasim's mean gain {report.fmt(mean, 2)} % "
+        out.append(f"{machine}: numasim's {basis} {report.fmt(mean, 2)} % "
                    f"(cells from {report.fmt(d.gain_pct.min(), 2)} to "
                    f"{report.fmt(d.gain_pct.max(), 2)} %). SIGN "
                    f"{'agrees' if same else 'disagrees'}; MAGNITUDE: numasim − published = "
@@ -649,7 +653,8 @@ def _setup(exp: Experiment, confidence: float) -> list[str]:
     return parts
 
 
-def _published(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[str]:
+def _published(exp: Experiment, gains: pd.DataFrame, confidence: float,
+               reference_gains: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
     esc = html.escape
     ref = exp.reference
     parts = ["<h2>Published and reproduced</h2>"]
@@ -684,13 +689,14 @@ def _published(exp: Experiment, gains: pd.DataFrame, confidence: float) -> list[
             "published; the published values as printed in the paper (its units).</p>"
         )
     else:
-        g = gains[gains.policy == ref.policy]
+        ours = gains if reference_gains is None else reference_gains
+        g = ours[ours.policy == ref.policy]
         rows = [[m, report.fmt(ref.average_gain_pct, 2), report.fmt(d.gain_pct.mean(), 2),
                  _delta(d.gain_pct.mean() - ref.average_gain_pct, math.nan, math.nan)]
                 for m, d in g.groupby("machine", sort=False)]  # fmt: skip
         parts.append(_table(["machine", "published average gain %",
-                             "numasim mean gain % over the sweep", "difference (pp)"], rows,
-                            {1, 2, 3}))  # fmt: skip
+                             f"numasim's {report.average_basis(ours)} (%)", "difference (pp)"],
+                            rows, {1, 2, 3}))  # fmt: skip
     return parts
 
 
@@ -736,6 +742,17 @@ def _ablation_section(exp: Experiment, a: Ablation, figures: list[Path]) -> list
     return parts
 
 
+def _apps_section(exp: Experiment, apps: Any) -> list[str]:
+    """The per-application results: the text tables and the figures."""
+    from numasim import app_report
+
+    return [
+        "<h2>Applications</h2>",
+        f"<pre>{html.escape(app_report.text(exp, apps))}</pre>",
+        *[_img(f, caption) for f, caption in apps.captions.items() if f.suffix == ".png"],
+    ]
+
+
 def html_page(
     exp: Experiment,
     summary: pd.DataFrame,
@@ -744,11 +761,14 @@ def html_page(
     figures: list[Path],
     ablation: Ablation,
     ablation_figures: list[Path],
+    apps: Any = None,
 ) -> str:
-    """The reproduction page (self-contained: figures are base64 PNG, nothing is fetched)."""
+    """The reproduction page (self-contained: figures are base64 PNG, nothing is fetched);
+    ``apps`` (``app_report.AppResults``) adds the per-application results of app workloads."""
     from numasim import __version__
 
     esc = html.escape
+    ref_gains = apps.average if apps is not None else None
     title = f"{exp.name}: {report.experiment_title(exp)}"
     parts = [
         "<!DOCTYPE html>",
@@ -759,13 +779,14 @@ def html_page(
         f'<p class="sub">numasim {esc(__version__)} · {esc(assume.describe(exp.assumptions))}</p>',
         "<h2>Reading</h2>",
         "<ul class='reading'>"
-        + "".join(f"<li>{esc(t)}</li>" for t in reading(exp, gains, confidence))
+        + "".join(f"<li>{esc(t)}</li>" for t in reading(exp, gains, confidence, ref_gains))
         + "</ul>",
         *_setup(exp, confidence),
-        *_published(exp, gains, confidence),
+        *_published(exp, gains, confidence, ref_gains),
         "<h2>numasim's results</h2>",
-        f"<pre>{esc(report.table_text(exp, summary, gains, confidence))}</pre>",
+        f"<pre>{esc(report.table_text(exp, summary, gains, confidence, None, ref_gains))}</pre>",
         *[_img(f, FIGURE_CAPTION) for f in figures if f.suffix == ".png"],
+        *(_apps_section(exp, apps) if apps is not None else []),
         *_ablation_section(exp, ablation, ablation_figures),
         "</body></html>",
     ]

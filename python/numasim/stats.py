@@ -112,3 +112,110 @@ def unpaired_gain_half_width(baseline: Sequence[float], policy: Sequence[float],
     vb, vp = b.var(ddof=1) / len(b), p.var(ddof=1) / len(p)
     dof = (vb + vp) ** 2 / (vb**2 / (len(b) - 1) + vp**2 / (len(p) - 1))
     return float(sps.t.ppf((1 + confidence) / 2, dof) * math.sqrt(vb + vp) / b.mean() * 100)
+
+
+# --- applications (app= workloads and mixes) ----------------------------------------------
+#
+# Per application a, replication r, the baseline's completion time B_ar and a policy's P_ar
+# (turnaround of the application's last thread) on the same workload instance:
+#   gain g_ar = (B_ar − P_ar) / B_ar × 100: the mean over r with the t interval over r (paired);
+#   speed-up B_ar / P_ar: the geometric mean over r, its interval the t interval of
+#   ln(B_ar / P_ar) taken back with exp (ratios average on a log scale: 2× and 0.5× cancel).
+# The average over the applications is, per replication, the mean of g_ar (and of the log
+# ratios) over a, then the same over r.
+
+_CELL = ["machine", "workload", "n"]
+
+
+def app_summary(apps: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per cell, policy and application: completion time (``tat_*``, ms), remote share
+    (``remote_share_*``, 0–1) and sync wait (``sync_wait_ms_mean``) over the replications."""
+    out = []
+    for (machine, workload, n, policy, app), g in apps.groupby(
+        [*_CELL, "policy", "app"], sort=False
+    ):
+        tat, tat_sd, tat_half = t_interval(g["turnaround_ms"].to_list(), confidence)
+        rs, _, rs_half = t_interval(g["remote_share"].to_list(), confidence)
+        out.append({"machine": machine, "workload": workload, "n": n, "policy": policy,
+                    "app": app, "threads": int(g["threads"].iloc[0]), "replications": len(g),
+                    "tat_mean": tat, "tat_sd": tat_sd, "tat_half_width": tat_half,
+                    "remote_share_mean": rs, "remote_share_half_width": rs_half,
+                    "sync_wait_ms_mean": float(g["sync_wait_ms"].mean()),
+                    "confidence": confidence})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _app_pairs(apps: pd.DataFrame, exp: Experiment):
+    """Per cell, policy and application: ``((machine, workload, n, policy, app), B, P)``, the
+    baseline's and the policy's completion times on the replications both ran."""
+    base = exp.baseline.label
+    for (machine, workload, n, app), g in apps.groupby([*_CELL, "app"], sort=False):
+        b = g[g["policy"] == base].set_index("replication")["turnaround_ms"]
+        for v in exp.policies:
+            p = g[g["policy"] == v.label].set_index("replication")["turnaround_ms"]
+            common = b.index.intersection(p.index)
+            yield (machine, workload, int(n), v.label, app), b.loc[common], p.loc[common]
+
+
+def app_gains(apps: pd.DataFrame, exp: Experiment, confidence: float) -> pd.DataFrame:
+    """Per cell, policy and application: the paired speed-up and gain of its completion time."""
+    out = []
+    for (machine, workload, n, policy, app), b, p in _app_pairs(apps, exp):
+        bb, pp = b.to_numpy(), p.to_numpy()
+        g, _, g_half = t_interval((bb - pp) / bb * 100, confidence)
+        out.append({"machine": machine, "workload": workload, "n": n, "app": app,
+                    "baseline": exp.baseline.label, "policy": policy,
+                    "baseline_tat_ms": float(bb.mean()), "policy_tat_ms": float(pp.mean()),
+                    **_speedup(np.log(bb / pp), confidence),
+                    "gain_pct": g, "gain_ci_low": g - g_half, "gain_ci_high": g + g_half,
+                    "replications": len(bb), "confidence": confidence})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _speedup(log_ratios: Sequence[float], confidence: float) -> dict[str, float]:
+    """The geometric mean of ratios given as logs, and its interval (exp of the t interval of
+    the logs; NaN below two values)."""
+    m, _, half = t_interval(log_ratios, confidence)
+    return {"speedup": math.exp(m), "speedup_ci_low": math.exp(m - half),
+            "speedup_ci_high": math.exp(m + half)}  # fmt: skip
+
+
+def app_average(apps: pd.DataFrame, exp: Experiment, confidence: float) -> pd.DataFrame:
+    """Per cell and policy: the gain and speed-up averaged over the applications, per
+    replication, then the mean and t interval over the replications (``gain_pct``,
+    ``gain_ci_low``, ``gain_ci_high`` as in ``gains``, so a published average compares)."""
+    per: dict[tuple, list[tuple[pd.Series, pd.Series]]] = {}
+    for (machine, workload, n, policy, _), b, p in _app_pairs(apps, exp):
+        per.setdefault((machine, workload, n, policy), []).append((b, p))
+    out = []
+    for (machine, workload, n, policy), pairs in per.items():
+        # Replications where every application ran under both (an interrupted sweep may lack
+        # some): the average of a replication is over all its applications.
+        gains_r = pd.concat([(b - p) / b * 100 for b, p in pairs], axis=1).dropna().mean(axis=1)
+        logs_r = pd.concat([np.log(b / p) for b, p in pairs], axis=1).dropna().mean(axis=1)
+        g, _, g_half = t_interval(gains_r.to_list(), confidence)
+        out.append({"machine": machine, "workload": workload, "n": n,
+                    "baseline": exp.baseline.label, "policy": policy, "apps": len(pairs),
+                    "gain_pct": g, "gain_ci_low": g - g_half, "gain_ci_high": g + g_half,
+                    **_speedup(logs_r.to_list(), confidence), "replications": len(gains_r),
+                    "confidence": confidence})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def evaluations(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per cell and policy: candidate evaluations per balancing pass (evaluations / passes of
+    each run, then the mean and t interval over the replications), with the mean evaluations and
+    passes per run. Only runs of app workloads carry the counts."""
+    if "balance_evaluations" not in runs:
+        return pd.DataFrame()
+    out = []
+    runs = runs[runs["balance_passes"].notna()]
+    for (machine, workload, n, policy), g in runs.groupby([*_CELL, "policy"], sort=False):
+        per_pass = (g["balance_evaluations"] / g["balance_passes"]).fillna(0.0)
+        mean, _, half = t_interval(per_pass.to_list(), confidence)
+        out.append({"machine": machine, "workload": workload, "n": n, "policy": policy,
+                    "evaluations_per_pass": mean, "half_width": half,
+                    "evaluations": float(g["balance_evaluations"].mean()),
+                    "passes": float(g["balance_passes"].mean()), "replications": len(g),
+                    "confidence": confidence})  # fmt: skip
+    return pd.DataFrame(out)

@@ -44,7 +44,7 @@ LOCK_FILE = ".lock"
 LEGACY_FILE = "runs.jsonl"
 #: Bumped whenever the store's tables or a run's row (the metrics kept) change.
 STORE_FORMAT = 2
-ROW_FORMAT = 2
+ROW_FORMAT = 3
 
 
 @cache
