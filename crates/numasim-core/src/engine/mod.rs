@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
-//!                                               | IoDone(pid) | Balance(cpu, gen)
+//!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
 //!           queue   ── runnable, front runs next (round robin, timeslice_ns)
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
@@ -17,7 +17,9 @@
 //! 1. Pop the earliest event; account the progress of every CPU it touches up to its time.
 //! 2. A running process progresses at `speed / ((1 − m) + m · L)` where
 //!    `L = Σ_k share_k · distance(node, k) / 10` over its group's pages; stalls make no progress.
-//! 3. Arrivals ask the policy where to place the process; IO completions where to wake it; a CPU
+//! 3. Arrivals ask the policy where to place the process; IO completions and sync-point releases
+//!    (an application thread at a barrier or an empty queue, which left the runqueue) where to
+//!    wake it; a CPU
 //!    with nothing left balances newly-idle (levels the policy allows) before idling; every CPU
 //!    has a periodic balancing timer the policy sets.
 //! 4. Every decision is checked and applied here: moves set the cache-refill penalty (0.1 ms in a
