@@ -19,9 +19,8 @@
 //!    `L = Σ_k share_k · distance(node, k) / 10` over its group's pages; stalls make no progress.
 //! 3. Arrivals ask the policy where to place the process; IO completions and sync-point releases
 //!    (an application thread at a barrier or an empty queue, which left the runqueue) where to
-//!    wake it; a CPU
-//!    with nothing left balances newly-idle (levels the policy allows) before idling; every CPU
-//!    has a periodic balancing timer the policy sets.
+//!    wake it; a CPU with nothing left balances newly-idle (levels the policy allows) before
+//!    idling; every CPU has a periodic balancing timer the policy sets.
 //! 4. Every decision is checked and applied here: moves set the cache-refill penalty (0.1 ms in a
 //!    node, 0.5 ms × distance/10 across nodes), each attempt stalls its CPU for 1 µs per runqueue,
 //!    0.2 µs per task examined and 5 µs per migration (all configurable).
