@@ -128,6 +128,10 @@ pub(crate) struct ProcState {
     pub(crate) sync_wait_ns: u64,
     /// Index of the current segment of its application's plan (structured threads only).
     pub(crate) segment: u32,
+    /// When its current segment could start (traced runs record it).
+    pub(crate) segment_start_ns: u64,
+    /// Node it is counted on in its group's live counts (multithreaded groups only).
+    pub(crate) live_node: Option<u32>,
     pub(crate) blocked_since: u64,
     pub(crate) work_done: f64,
     pub(crate) run_start_ns: u64,
@@ -142,6 +146,10 @@ pub(crate) struct GroupState {
     /// node for multithreaded ones (an O(1) read for thread-aware selection).
     on_node: Vec<(usize, u32)>,
     on_node_dense: Vec<u32>,
+    /// Multithreaded groups only: live threads (placed, not completed) per node of the CPU they
+    /// are on or last ran on, sleeping ones included (the kernel's `task_cpu`), and their total.
+    live_on_node: Vec<u32>,
+    live: u32,
     pub(crate) memory: GroupMemory,
     /// Index of its application in the workload (structured groups only).
     pub(crate) app: Option<usize>,
@@ -163,6 +171,27 @@ impl GroupState {
         *c = c
             .checked_add_signed(delta)
             .expect("thread counts stay non-negative");
+    }
+
+    /// A thread of a multithreaded group is now on `to` (placed, or moved from `from`), or
+    /// completed on `from` (`to` = None).
+    pub(crate) fn move_live(&mut self, from: Option<usize>, to: Option<usize>) {
+        if let Some(from) = from {
+            self.live_on_node[from] -= 1;
+            self.live -= 1;
+        }
+        if let Some(to) = to {
+            if self.live_on_node.len() <= to {
+                self.live_on_node.resize(to + 1, 0);
+            }
+            self.live_on_node[to] += 1;
+            self.live += 1;
+        }
+    }
+
+    /// Live threads on `node` and in all (multithreaded groups; `(0, 0)` otherwise).
+    pub(crate) fn live_on_node(&self, node: usize) -> (u32, u32) {
+        (self.live_on_node.get(node).copied().unwrap_or(0), self.live)
     }
 
     /// Threads runnable or running on `node`.

@@ -442,3 +442,89 @@ fn wake_idlest_places_a_waking_process_as_a_new_one() {
     // unless this group is 12 % less loaded: 0 < 0 is false), so CPU 3.
     assert_eq!(woken_on("wake=idlest"), 3);
 }
+
+/// A work segment of `ms` milliseconds, waiting for `(point, count)`, signalling `signal`.
+fn seg(ms: u64, wait: Option<(u32, u32)>, signal: Option<u32>) -> numasim_core::apps::Segment {
+    numasim_core::apps::Segment {
+        wait: wait.map(|(point, count)| numasim_core::apps::Wait { point, count }),
+        work_ns: ms * 1_000_000,
+        signal,
+    }
+}
+
+/// An application of `plans.len()` threads (pids 0 ..), all spawned on CPU `spawn` at 0.
+fn app_workload(plans: Vec<Vec<numasim_core::apps::Segment>>, points: u32, spawn: u32) -> Workload {
+    let processes = plans
+        .iter()
+        .enumerate()
+        .map(|(t, plan)| Process {
+            tgid: 0,
+            ..proc(
+                t as u32,
+                0,
+                plan.iter().map(|s| s.work_ns).sum::<u64>() / 1_000_000,
+                spawn,
+                0.0,
+            )
+        })
+        .collect();
+    let w = Workload {
+        apps: vec![numasim_core::workload::App {
+            tgid: 0,
+            name: "hand".into(),
+            footprint_mb: 0.0,
+            shared: 0.0,
+            points,
+            plans,
+        }],
+        processes,
+    };
+    w.validate("test", 2).unwrap();
+    w
+}
+
+#[test]
+fn a_thread_at_a_barrier_waits_for_its_sibling() {
+    // One node, two CPUs; no memory effect, balancing free. Phase 0: 10 ms and 30 ms, then a
+    // barrier; phase 1: 10 ms each. t0 is placed on CPU 0, t1 on CPU 1 (fork balancing: the
+    // idlest CPU); t0 waits 10–30 off the runqueue, wakes on CPU 0 (where it slept); both run
+    // phase 1 from 30 to 40. The application completes at 40 ms.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = app_workload(
+        vec![
+            vec![seg(10, None, Some(0)), seg(10, Some((0, 2)), None)],
+            vec![seg(30, None, Some(0)), seg(10, Some((0, 2)), None)],
+        ],
+        1,
+        0,
+    );
+    let r = simulate(&m, Builder::Flat, &w, &free_balancing());
+    assert_eq!(tat(&r), vec![40.0, 40.0]);
+    assert_eq!(r.processes[0].sync_wait_ms, 20.0);
+    assert_eq!(r.processes[1].sync_wait_ms, 0.0);
+    assert_eq!(r.processes[0].cpu_ms, 20.0);
+    assert_eq!(r.apps[0].completion_ms, 40.0);
+    assert_eq!(r.apps[0].sync_wait_ms, 20.0);
+    assert_eq!(r.summary.migrations, 1, "only t1's placement on CPU 1");
+}
+
+#[test]
+fn a_pipeline_stage_waits_for_the_item_before_it() {
+    // Stage "in" (t0): items of 5 ms; stage "out" (t1): items of 10 ms, each waiting for the
+    // same item from "in". t1 is created blocked (nothing to take), placed at 5 ms on the idle
+    // CPU 1, runs item 0 from 5 to 15 and item 1 (ready since 10) from 15 to 25.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = app_workload(
+        vec![
+            vec![seg(5, None, Some(0)), seg(5, None, Some(1))],
+            vec![seg(10, Some((0, 1)), None), seg(10, Some((1, 1)), None)],
+        ],
+        2,
+        0,
+    );
+    let r = simulate(&m, Builder::Flat, &w, &free_balancing());
+    assert_eq!(tat(&r), vec![10.0, 25.0]);
+    assert_eq!(r.processes[1].first_run_ms, 5.0);
+    assert_eq!(r.processes[1].sync_wait_ms, 5.0);
+    assert_eq!(r.apps[0].completion_ms, 25.0);
+}

@@ -11,8 +11,10 @@ use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 5] = [
+const POLICIES: [&str; 7] = [
     "linux26",
+    "thread-aware",
+    "memory-aware",
     "capability-aware",
     "origin-aware",
     "origin-aware:v1=off,nearest=move",
@@ -116,6 +118,88 @@ proptest! {
         prop_assert_eq!(r.summary.balance.rejected, 0);
         // Same seed, same result.
         prop_assert_eq!(&r, &run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]));
+    }
+}
+
+/// Random mixes of 1–3 application profiles with 1–4 threads each.
+fn app_workload() -> impl Strategy<Value = String> {
+    let names: Vec<&'static str> = numasim_core::apps::profiles()
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    (
+        proptest::collection::vec((proptest::sample::select(names), 1u32..5), 1..4),
+        0u32..50,
+        0u32..3,
+    )
+        .prop_map(|(apps, window, fork)| {
+            let list: Vec<String> = apps.iter().map(|(a, t)| format!("{a}:{t}")).collect();
+            format!(
+                "app={},arrival=uniform:{window},fork=over:{fork}",
+                list.join("+")
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Applications: every thread ends, and no segment starts before its wait is satisfied —
+    /// for a barrier, before every thread of the phase has arrived; for a pipeline stage,
+    /// before the previous stage has finished the item.
+    #[test]
+    fn barriers_and_queues_hold(m in machine(), spec in app_workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
+        let (builder, policy) = (Builder::ALL[b], POLICIES[pi]);
+        let r = run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]);
+        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
+        prop_assert_eq!(r.apps.len(), w.apps.len());
+        let segs = &r.trace_events.segments;
+        for app in &w.apps {
+            let first = app.tgid as usize;
+            // Per point: the times of its signals (the ends of the segments that signal it).
+            let mut signals: Vec<Vec<u64>> = vec![Vec::new(); app.points as usize];
+            for (t, plan) in app.plans.iter().enumerate() {
+                let mine: Vec<_> = segs.iter().filter(|s| s.0 == first + t).collect();
+                prop_assert_eq!(mine.len(), plan.len(), "every segment of pid {} ran once", first + t);
+                for (k, seg) in plan.iter().enumerate() {
+                    prop_assert_eq!(mine[k].1 as usize, k);
+                    if let Some(point) = seg.signal {
+                        signals[point as usize].push(mine[k].3);
+                    }
+                }
+            }
+            for s in signals.iter_mut() {
+                s.sort_unstable();
+            }
+            for (t, plan) in app.plans.iter().enumerate() {
+                let mine: Vec<_> = segs.iter().filter(|s| s.0 == first + t).collect();
+                for (k, seg) in plan.iter().enumerate() {
+                    if let Some(wait) = seg.wait {
+                        let released = signals[wait.point as usize][wait.count as usize - 1];
+                        prop_assert!(mine[k].2 >= released, "pid {} segment {k} started at {} before point {} had {} signals ({})", first + t, mine[k].2, wait.point, wait.count, released);
+                    }
+                    if k > 0 {
+                        prop_assert!(mine[k].2 >= mine[k - 1].3, "segments of a thread in order");
+                    }
+                }
+            }
+            let res = r.apps.iter().find(|a| a.tgid == first).unwrap();
+            let last = r.processes[first..first + app.plans.len()].iter().map(|p| p.completion_ms).fold(0.0, f64::max);
+            prop_assert_eq!(res.completion_ms, last);
+        }
+        for p in &r.processes {
+            prop_assert!((p.work_ms - p.demand_ms).abs() < 1e-6, "pid {}: work {} demand {}", p.pid, p.work_ms, p.demand_ms);
+            let slices: f64 = r.trace.iter().filter(|s| s.pid == p.pid).map(|s| (s.end_ns - s.start_ns) as f64 / 1e6).sum();
+            prop_assert!((slices - p.cpu_ms).abs() < 1e-6);
+        }
+        let mut by_cpu = r.trace.clone();
+        by_cpu.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+        for w in by_cpu.windows(2) {
+            if w[0].cpu == w[1].cpu {
+                prop_assert!(w[0].end_ns <= w[1].start_ns, "cpu {} overlap {:?}", w[0].cpu, w);
+            }
+        }
+        prop_assert_eq!(r.summary.balance.rejected, 0);
     }
 }
 

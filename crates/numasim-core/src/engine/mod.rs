@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
-//!                                               | IoDone(pid) | Balance(cpu, gen)
+//!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
 //!           queue   ── runnable, front runs next (round robin, timeslice_ns)
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
@@ -17,9 +17,10 @@
 //! 1. Pop the earliest event; account the progress of every CPU it touches up to its time.
 //! 2. A running process progresses at `speed / ((1 − m) + m · L)` where
 //!    `L = Σ_k share_k · distance(node, k) / 10` over its group's pages; stalls make no progress.
-//! 3. Arrivals ask the policy where to place the process; IO completions where to wake it; a CPU
-//!    with nothing left balances newly-idle (levels the policy allows) before idling; every CPU
-//!    has a periodic balancing timer the policy sets.
+//! 3. Arrivals ask the policy where to place the process; IO completions and sync-point releases
+//!    (an application thread at a barrier or an empty queue, which left the runqueue) where to
+//!    wake it; a CPU with nothing left balances newly-idle (levels the policy allows) before
+//!    idling; every CPU has a periodic balancing timer the policy sets.
 //! 4. Every decision is checked and applied here: moves set the cache-refill penalty (0.1 ms in a
 //!    node, 0.5 ms × distance/10 across nodes), each attempt stalls its CPU for 1 µs per runqueue,
 //!    0.2 µs per task examined and 5 µs per migration (all configurable).
@@ -76,6 +77,10 @@ pub struct TraceEvents {
     pub balances: Vec<(u64, CpuId, usize, Cow<'static, str>, usize)>,
     /// `(time_ns, cpu, nr_running)` whenever a runqueue's length changes.
     pub runqueue: Vec<(u64, CpuId, usize)>,
+    /// `(pid, segment, start_ns, end_ns)` for every segment of an application's thread: from
+    /// when it could start (its wait satisfied) to when its work was done.
+    #[serde(default)]
+    pub segments: Vec<(Pid, u32, u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -272,8 +277,13 @@ impl<'a> State<'a> {
         self.touch_load(cpu);
         let node = self.machine.cpu_node(cpu);
         let tgid = self.workload.processes[pid].tgid as usize;
-        self.groups[tgid].count_on_node(node, 1);
+        let g = &mut self.groups[tgid];
+        g.count_on_node(node, 1);
         let p = &mut self.procs[pid];
+        if g.threads > 1 && p.live_node != Some(node as u32) {
+            g.move_live(p.live_node.map(|n| n as usize), Some(node));
+            p.live_node = Some(node as u32);
+        }
         p.state = PState::Runnable;
         p.cpu = cpu;
         self.cpus[cpu].queue.push_back(pid);
@@ -559,6 +569,8 @@ impl<'a> State<'a> {
                 io_wait_ns: 0,
                 sync_wait_ns: 0,
                 segment: 0,
+                live_node: None,
+                segment_start_ns: 0,
                 blocked_since: 0,
                 work_done: 0.0,
                 run_start_ns: 0,
@@ -671,6 +683,7 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
     if let Some(plan) = plan_of(s, pid) {
         let p = &mut s.procs[pid];
         p.burst_left = plan[p.segment as usize].work_ns as f64;
+        p.segment_start_ns = s.now;
         return;
     }
     let w = &s.workload.processes[pid];
@@ -688,6 +701,18 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
 
 fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let spawn = s.workload.processes[pid].spawn_cpu as usize;
+    if let Some(wait) = plan_of(s, pid).and_then(|plan| plan[0].wait) {
+        let tgid = s.workload.processes[pid].tgid as usize;
+        if !s.groups[tgid].sync.reached(wait.point, wait.count) {
+            // A pipeline stage's thread with nothing to take yet: created, it blocks on its
+            // queue at once (placed when released, as a new thread).
+            let p = &mut s.procs[pid];
+            p.state = PState::Blocked;
+            p.blocked_since = s.now;
+            s.groups[tgid].sync.wait(pid, wait.point, wait.count);
+            return;
+        }
+    }
     next_burst(s, pid);
     let cpu = policy.place_new(&s.view(), pid, spawn);
     admit(s, policy, pid, cpu);
@@ -754,6 +779,12 @@ enum AfterSegment {
 fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> AfterSegment {
     let tgid = s.workload.processes[pid].tgid as usize;
     let seg = s.procs[pid].segment as usize;
+    if s.config.record_trace {
+        let start = s.procs[pid].segment_start_ns;
+        s.trace_events
+            .segments
+            .push((pid, seg as u32, start, s.now));
+    }
     if let Some(point) = plan[seg].signal {
         for released in s.groups[tgid].sync.signal(point) {
             s.push(s.now, Event::SyncDone(released));
@@ -778,8 +809,14 @@ fn sync_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let prev = s.procs[pid].cpu;
     let p = &mut s.procs[pid];
     p.sync_wait_ns += s.now - p.blocked_since;
+    let never_ran = p.first_run_ns.is_none();
     next_burst(s, pid);
-    let cpu = policy.place_wakeup(&s.view(), pid, prev);
+    let cpu = if never_ran {
+        // Blocked since it was created: placed as a new thread, from its parent's CPU.
+        policy.place_new(&s.view(), pid, prev)
+    } else {
+        policy.place_wakeup(&s.view(), pid, prev)
+    };
     admit(s, policy, pid, cpu);
 }
 
@@ -811,6 +848,11 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         }
         let p = &mut s.procs[pid];
         if matches!(after, Some(AfterSegment::Done)) || p.remaining <= WORK_EPS {
+            if let Some(node) = p.live_node.take() {
+                let tgid = s.workload.processes[pid].tgid as usize;
+                s.groups[tgid].move_live(Some(node as usize), None);
+            }
+            let p = &mut s.procs[pid];
             p.state = PState::Done;
             p.completion_ns = Some(s.now);
             p.remaining = 0.0;

@@ -104,6 +104,13 @@ impl View<'_> {
         self.groups[tgid].threads_on_node(node)
     }
 
+    /// Live threads of group `tgid` (placed, not completed; sleeping ones included) on `node`
+    /// — by the node of the CPU each is on or last ran on — and in all. Kept incrementally:
+    /// O(1). `(0, 0)` for a single-threaded group (nothing is kept for it).
+    pub fn group_live_on_node(&self, tgid: usize, node: usize) -> (u32, u32) {
+        self.groups[tgid].live_on_node(node)
+    }
+
     /// Number of threads in group `tgid`.
     pub fn group_threads(&self, tgid: usize) -> usize {
         self.groups[tgid].threads

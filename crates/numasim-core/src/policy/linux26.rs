@@ -88,11 +88,31 @@ impl SdState {
 /// keep the kernel's tail-first order). Arguments: the view, the pulling CPU, the candidate.
 pub type TaskRank = fn(&View<'_>, CpuId, Pid) -> u32;
 
+/// Chooses which movable task an inter-node pull takes next (thread-aware, memory-aware): the
+/// selection policies of SPEC §6.4–6.5, built on linux26's `move_tasks`.
+pub trait Selector: Send {
+    /// The index in `movable` (the busiest runqueue's movable tasks in the kernel's tail-first
+    /// order, never empty) of the task `to` takes next from `from`; `moved` are the tasks this
+    /// pass has already taken, in order. Adds the candidates it evaluated to `evaluations`.
+    fn pick(
+        &mut self,
+        view: &View<'_>,
+        from: CpuId,
+        to: CpuId,
+        movable: &[Pid],
+        moved: &[Pid],
+        evaluations: &mut u32,
+    ) -> usize;
+}
+
 /// The 2.6.18 balancer.
 pub struct Linux26 {
+    name: &'static str,
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
     rank: Option<TaskRank>,
+    /// Selection between nodes (`None`: the kernel's order everywhere).
+    selector: Option<Box<dyn Selector>>,
     /// Where a waking process goes (the `wake` modelling assumption).
     wake: Wake,
 }
@@ -116,11 +136,22 @@ impl Linux26 {
             })
             .collect();
         Self {
+            name: "linux26",
             sd,
             tick_ns: ctx.config.tick_ns,
             wake: ctx.config.assumptions.wake,
             rank: None,
+            selector: None,
         }
+    }
+
+    /// The same balancer, called `name`, whose pulls between nodes take the tasks `selector`
+    /// picks instead of the tail-first ones; how many tasks move, which are movable (cache-hot
+    /// rule) and everything inside a node are unchanged.
+    pub fn with_selector(mut self, name: &'static str, selector: Box<dyn Selector>) -> Self {
+        self.name = name;
+        self.selector = Some(selector);
+        self
     }
 
     /// The same balancer taking the busiest runqueue's tasks in `rank` order instead of the
@@ -316,16 +347,23 @@ struct MoveArgs {
     rank: Option<TaskRank>,
 }
 
-/// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu`.
+/// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu` — or, between
+/// nodes with a selector, the tasks the selector picks ([`select_tasks`]).
 fn move_tasks(
     v: &View<'_>,
     this_cpu: CpuId,
     busiest: CpuId,
     a: &MoveArgs,
+    selector: Option<&mut (dyn Selector + 'static)>,
     out: &mut Attempt,
 ) -> usize {
     if a.max_nr_move == 0 || a.max_load_move == 0 {
         return 0;
+    }
+    if let Some(sel) = selector {
+        if v.machine.cpu_node(this_cpu) != v.machine.cpu_node(busiest) {
+            return select_tasks(v, this_cpu, busiest, a, sel, out);
+        }
     }
     let mut rem = a.max_load_move as i64;
     // this_rq->curr->prio: the idle task when idle at a tick, the outgoing task when newly idle.
@@ -373,6 +411,63 @@ fn move_tasks(
     pulled
 }
 
+/// `move_tasks` with a selector: the same limits (`max_nr_move`, `max_load_move` with the
+/// `this_best_prio` rule) and the same movable set (not running; cache-hot skipped unless
+/// aggressive), but each next task is the selector's pick among those still movable. Every
+/// queued task is examined once (the selector needs them all).
+fn select_tasks(
+    v: &View<'_>,
+    this_cpu: CpuId,
+    busiest: CpuId,
+    a: &MoveArgs,
+    sel: &mut dyn Selector,
+    out: &mut Attempt,
+) -> usize {
+    let mut rem = a.max_load_move as i64;
+    let mut this_best_prio = if a.idle == IdleType::SchedIdle && v.current(this_cpu).is_none() {
+        IDLE_PRIO
+    } else {
+        NICE_0_PRIO
+    };
+    let mut movable: Vec<Pid> = Vec::new();
+    for pid in v.queued(busiest).rev() {
+        out.tasks_examined += 1;
+        let hot = !a.aggressive
+            && v.proc(pid)
+                .last_ran_ns
+                .is_some_and(|t| v.now.saturating_sub(t) < a.cache_hot_ns);
+        if !hot {
+            movable.push(pid);
+        }
+    }
+    let mut moved: Vec<Pid> = Vec::new();
+    while !movable.is_empty() {
+        // Every task is nice 0: once the rest to move is under one task's load, nothing more
+        // moves (the kernel's skip_for_load with best_prio_seen).
+        if (NICE_0_LOAD as i64) > rem && NICE_0_PRIO >= this_best_prio {
+            break;
+        }
+        let at = sel.pick(v, busiest, this_cpu, &movable, &moved, &mut out.evaluations);
+        let pid = movable.remove(at);
+        out.moves.push(Move {
+            pid,
+            from: busiest,
+            to: this_cpu,
+            kind: a.kind,
+        });
+        moved.push(pid);
+        rem -= NICE_0_LOAD as i64;
+        this_best_prio = this_best_prio.min(NICE_0_PRIO);
+        if moved.len() >= a.max_nr_move || rem <= 0 {
+            break;
+        }
+    }
+    if moved.len() < a.max_nr_move && rem > 0 && v.current(busiest).is_some() {
+        out.tasks_examined += 1;
+    }
+    moved.len()
+}
+
 impl Linux26 {
     fn load_balance(&mut self, v: &View<'_>, cpu: CpuId, li: usize, idle: IdleType) -> Attempt {
         let level = &v.domains.cpus[cpu][li];
@@ -415,7 +510,14 @@ impl Linux26 {
                 },
                 rank: self.rank,
             };
-            moved = move_tasks(v, cpu, busiest, &args, &mut attempt);
+            moved = move_tasks(
+                v,
+                cpu,
+                busiest,
+                &args,
+                self.selector.as_deref_mut(),
+                &mut attempt,
+            );
         }
         if idle == IdleType::NewlyIdle {
             if moved > 0 {
@@ -528,7 +630,7 @@ fn find_idlest_cpu(v: &View<'_>, level: &Level, group: usize, this_cpu: CpuId) -
 
 impl Policy for Linux26 {
     fn name(&self) -> &'static str {
-        "linux26"
+        self.name
     }
 
     fn place_new(&mut self, view: &View<'_>, _pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
@@ -612,7 +714,14 @@ impl Policy for Linux26 {
             kind: MigrationKind::Active,
             rank: self.rank,
         };
-        move_tasks(view, target, busiest, &args, &mut attempt);
+        move_tasks(
+            view,
+            target,
+            busiest,
+            &args,
+            self.selector.as_deref_mut(),
+            &mut attempt,
+        );
         Some(attempt)
     }
 }

@@ -6,7 +6,9 @@
 
 pub mod capability_aware;
 pub mod linux26;
+pub mod memory_aware;
 pub mod origin_aware;
+pub mod thread_aware;
 
 pub use crate::interface::{
     Attempt, BalanceKind, MigrationKind, Move, PageMove, Pid, Policy, PolicyContext,
@@ -24,7 +26,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 3] = [
+pub const POLICIES: [PolicyInfo; 5] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -48,6 +50,23 @@ pub const POLICIES: [PolicyInfo; 3] = [
                     (AMC) systems",
         default_domains: "two-level",
     },
+    PolicyInfo {
+        name: "thread-aware",
+        description: "linux26 whose moves between nodes take the thread whose group has the least \
+                      exclusive distribution over the nodes (ties: most of its group on the \
+                      destination); single threads not evaluated, counts kept incrementally",
+        reference: "Chiang & Su, Thread-Aware Mechanism to Enhance Inter-Node Load Balancing for \
+                    Multithreaded Applications on NUMA Systems, Applied Sciences 11(14):6486, 2021",
+        default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "memory-aware",
+        description: "linux26 whose moves between nodes take the thread with the fewest resident \
+                      pages, then the least memory shared with other threads",
+        reference: "Chiang et al., memory-aware kernel mechanism and policies for inter-node load \
+                    balancing on NUMA systems (COMPSAC 2018; SPE 49(2), 2019)",
+        default_domains: "two-level",
+    },
 ];
 
 /// A policy setting: `name` or `name:key=value,key=value` (options of that policy).
@@ -67,6 +86,8 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
 /// A parsed policy setting, ready to build.
 enum Spec {
     Linux26,
+    ThreadAware,
+    MemoryAware,
     OriginAware(origin_aware::Options),
     CapabilityAware(capability_aware::PlaceScope),
 }
@@ -94,6 +115,8 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
     };
     match name {
         "linux26" => no_options(name).map(|()| Spec::Linux26),
+        "thread-aware" => no_options(name).map(|()| Spec::ThreadAware),
+        "memory-aware" => no_options(name).map(|()| Spec::MemoryAware),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
         "capability-aware" => {
             capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
@@ -125,6 +148,8 @@ pub fn base_name(spec: &str) -> &str {
 pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, InputError> {
     Ok(match parse("--policy", spec)? {
         Spec::Linux26 => Box::new(linux26::Linux26::new(ctx)),
+        Spec::ThreadAware => Box::new(thread_aware::new(ctx)),
+        Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
         Spec::CapabilityAware(scope) => {
             Box::new(capability_aware::CapabilityAware::new(ctx, scope))
