@@ -235,6 +235,7 @@ def completion_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: i
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     s = _cell(a.summary, machine, w.name, n)
     order = list(dict.fromkeys(s.app))
@@ -261,6 +262,7 @@ def completion_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: i
         ax.set_ylim(k - 0.5, -0.5)
         ax.set_title(f"{app} ({int(d.threads.iloc[0])} threads)", fontsize=9)
         ax.tick_params(axis="x", labelsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # 4-digit ms labels must not touch
         ax.grid(axis="x", alpha=0.3)
         ax.margins(x=0.25)
         if i // cols == rows - 1 or i + cols >= len(order):
