@@ -227,7 +227,7 @@ def test_reproduction_of_an_app_experiment_has_per_app_rows_and_speedups(run, ap
     speed = part[part.index("speed-up (×") :].splitlines()
     assert speed[1].split() == ["app", "linux26@flat", "speed-up", "gain", "%"]
     assert [line.split()[0] for line in speed[2:5]] == ["canneal", "swaptions", "average"]
-    assert "paper (a paper): average improvement 10.7 %" in part
+    assert "paper (a paper (abstract)): average improvement 10.7 %" in part
     assert "remote-access share" in part and "evaluations per balancing pass" in part
     # The published average is set beside the per-application average, not the thread TAT.
     assert "averaged over the applications" in r.out[: r.out.index("tiny-apps: per application")]

@@ -124,10 +124,10 @@ def text(exp: Experiment, a: AppResults) -> str:
     application with their average and the paper's; remote share; evaluations per pass."""
     conf = report.confidence_text(a.confidence)
     base = exp.baseline.label
-    lines = [f"{exp.name}: per application (completion = turnaround of its last thread), "
-             f"± half-width of the {conf} t-interval over the replications",
-             f"gain % = ({base} − policy) / {base} × 100 of the completion time, paired per "
-             f"replication (mean); speed-up = {base} / policy (geometric mean)"]  # fmt: skip
+    lines = [f"{exp.name}: per application (completion = turnaround of its last thread)",
+             f"± half-width of the {conf} t-interval over the replications; gain % = (baseline − "
+             "policy) / baseline × 100", "of the completion time, paired per replication (mean); "
+             "speed-up = baseline / policy (geometric mean)"]  # fmt: skip
     ref = exp.reference
     for machine, w, n in _cells(exp, a):
         s = _cell(a.summary, machine, w.name, n)
@@ -172,10 +172,10 @@ def text(exp: Experiment, a: AppResults) -> str:
         lines += _aligned(rows)
         if ref is not None and ref.average_gain_pct is not None and ref.policy in by_policy.index:
             ours = by_policy.loc[ref.policy, "gain_pct"]
-            lines.append(f"  paper ({ref.source.split('(')[0].strip()}): average improvement "
-                         f"{ref.average_gain_pct:g} % for {ref.policy}; numasim's average gain "
-                         f"{report.fmt(ours, 2)} % (Δ {report.fmt(ours - ref.average_gain_pct, 2)}"
-                         " pp)")  # fmt: skip
+            lines += [f"  paper ({ref.source}): average improvement {ref.average_gain_pct:g} % "
+                      f"for {ref.policy};",
+                      f"  numasim's average gain {report.fmt(ours, 2)} % "
+                      f"(Δ {report.fmt(ours - ref.average_gain_pct, 2)} pp)"]  # fmt: skip
         lines += ["", "  remote-access share (% of accesses to another node's memory, "
                   "time-weighted)"]  # fmt: skip
         rows = [["app", *(v.label for v in exp.variants)]]

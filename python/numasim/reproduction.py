@@ -586,6 +586,7 @@ td.why { max-width: 640px; font-size: 0.92em; }
 div.wide { overflow-x: auto; } table { font-size: 0.95em; }
 blockquote { color: #444; border-left: 3px solid #ccc; margin: 0.5em 0; padding-left: 1em; }
 ul.reading li { margin-bottom: 0.5em; }
+pre { overflow-x: auto; }
 """
 )
 
