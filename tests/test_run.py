@@ -103,7 +103,7 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5,color=red"],
             "--workload: unknown key 'color'; keys are n, kind, io_share, exec, arrival, burst, "
-            "wait, mem, mem_cpu, mem_io, spawn, threads, fork",
+            "wait, mem, mem_cpu, mem_io, spawn, threads, fork, app",
         ),
         (
             ["--workload", "n=5,spawn=node:99"],

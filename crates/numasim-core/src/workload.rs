@@ -427,38 +427,14 @@ impl WorkloadSpec {
             };
             let thread = i % self.threads;
             if thread == 0 {
-                app_arrival = match self.arrival {
-                    Arrival::Same => 0,
-                    Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
-                    Arrival::Periodic { interval_ns } => (i / self.threads) as u64 * interval_ns,
-                    Arrival::Poisson { rate_per_s } => {
-                        poisson_t += Exp::new(rate_per_s)
-                            .expect("positive rate")
-                            .sample(&mut rng);
-                        (poisson_t * 1e9).round() as u64
-                    }
-                };
+                app_arrival = self.draw_arrival(&mut rng, i / self.threads, &mut poisson_t);
             }
             let arrival_ns = if thread > 0 && self.fork_spread_ns > 0 {
                 app_arrival + rng.random_range(0..=self.fork_spread_ns)
             } else {
                 app_arrival
             };
-            let spawn_cpu = match self.spawn {
-                Spawn::Uniform => rng.random_range(0..cpus),
-                Spawn::Node(k) => {
-                    let l = node_list(k)?;
-                    l[rng.random_range(0..l.len())]
-                }
-                Spawn::Share { node, share } => {
-                    if rng.random::<f64>() < share {
-                        let l = node_list(node)?;
-                        l[rng.random_range(0..l.len())]
-                    } else {
-                        rng.random_range(0..cpus)
-                    }
-                }
-            };
+            let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)?;
             let pid = i as u32;
             processes.push(Process {
                 pid,
@@ -481,6 +457,20 @@ impl WorkloadSpec {
             processes,
             apps: Vec::new(),
         })
+    }
+
+    /// The arrival of application `index` (a process, or a group of threads), drawn per
+    /// `self.arrival`; `poisson_t` carries the Poisson process's clock (s) between calls.
+    fn draw_arrival(&self, rng: &mut Pcg64, index: usize, poisson_t: &mut f64) -> u64 {
+        match self.arrival {
+            Arrival::Same => 0,
+            Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
+            Arrival::Periodic { interval_ns } => index as u64 * interval_ns,
+            Arrival::Poisson { rate_per_s } => {
+                *poisson_t += Exp::new(rate_per_s).expect("positive rate").sample(rng);
+                (*poisson_t * 1e9).round() as u64
+            }
+        }
     }
 
     /// The spawn CPU of the next process or application, drawn per `self.spawn`.
@@ -543,17 +533,7 @@ impl WorkloadSpec {
         let mut poisson_t = 0.0f64;
         for index in 0..self.n * profiles.len() {
             let (profile, threads) = profiles[index % profiles.len()];
-            let arrival = match self.arrival {
-                Arrival::Same => 0,
-                Arrival::Uniform { window_ns } => rng.random_range(0..=window_ns),
-                Arrival::Periodic { interval_ns } => index as u64 * interval_ns,
-                Arrival::Poisson { rate_per_s } => {
-                    poisson_t += Exp::new(rate_per_s)
-                        .expect("positive rate")
-                        .sample(&mut rng);
-                    (poisson_t * 1e9).round() as u64
-                }
-            };
+            let arrival = self.draw_arrival(&mut rng, index, &mut poisson_t);
             let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)? as u32;
             let plan = profile.plan(threads, &mut rng);
             let tgid = processes.len() as u32;
