@@ -177,7 +177,8 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),
-            "unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware, thread-aware, memory-aware",
+            "unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware, "
+            "thread-aware, memory-aware",
         ),
         (
             ('"linux26@flat"', '"origin-aware:v3=on@flat"'),

@@ -111,7 +111,8 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         ),
         (
             ["--workload", "n=5", "--policy", "cfs"],
-            "--policy: unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware, thread-aware, memory-aware",
+            "--policy: unknown policy 'cfs'; choose one of linux26, origin-aware, "
+            "capability-aware, thread-aware, memory-aware",
         ),
         (
             ["--workload", "n=5", "--domains", "three-level"],
