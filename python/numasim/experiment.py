@@ -14,6 +14,10 @@ confidence and a master seed.
 3. Each finished batch is one transaction of the SQLite store: a kill loses at most the batches
    in flight; Ctrl-C cancels what is pending, stops the workers and keeps what finished.
 4. At the end: ``runs`` and ``summary`` as CSV and Parquet, figures as PNG and SVG.
+5. A run of a workload with applications (``app=`` specs, mixes: ``mix = NAME`` in a
+   ``[[workload]]``) also keeps each application's completion, remote share and sync wait, and
+   the run's candidate evaluations and balancing passes (``app_metrics``); rows of other
+   workloads are as before. ``Outcome.apps`` tabulates them for app_report.py.
 """
 
 from __future__ import annotations
