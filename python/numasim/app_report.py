@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from numasim import report, stats
@@ -151,24 +150,9 @@ def text(exp: Experiment, a: AppResults) -> str:
             header += [f"{v.label} speed-up", "gain %"]
         rows = [header]
         for app in order:
-            row = g[g.app == app].set_index("policy")
-            cells = [app]
-            for v in exp.policies:
-                if v.label not in row.index:
-                    cells += [report.DASH, report.DASH]
-                    continue
-                r = row.loc[v.label]
-                cells += [_ratio(r), _pm(r.gain_pct, r.gain_ci_high - r.gain_pct, 2)]
-            rows.append(cells)
-        cells = [f"average of {len(order)}"]
+            rows.append([app, *_gain_cells(exp, g[g.app == app].set_index("policy"))])
         by_policy = avg.set_index("policy") if not avg.empty else avg
-        for v in exp.policies:
-            if v.label not in by_policy.index:
-                cells += [report.DASH, report.DASH]
-                continue
-            r = by_policy.loc[v.label]
-            cells += [_ratio(r), _pm(r.gain_pct, r.gain_ci_high - r.gain_pct, 2)]
-        rows.append(cells)
+        rows.append([f"average of {len(order)}", *_gain_cells(exp, by_policy)])
         lines += _aligned(rows)
         if ref is not None and ref.average_gain_pct is not None and ref.policy in by_policy.index:
             ours = by_policy.loc[ref.policy, "gain_pct"]
@@ -204,20 +188,9 @@ def text(exp: Experiment, a: AppResults) -> str:
 def json_rows(a: AppResults) -> dict[str, Any]:
     """The per-application part of ``--json``: the rows of each table (a missing value is
     null)."""
-    return {"app_gains": _records(a.gains), "app_average": _records(a.average),
-            "app_summary": _records(a.summary),
-            "evaluations": _records(a.evaluations)}  # fmt: skip
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    def clean(v: Any) -> Any:
-        if isinstance(v, float | np.floating):
-            return None if math.isnan(v) else float(v)
-        if isinstance(v, np.integer):
-            return int(v)
-        return v
-
-    return [{k: clean(v) for k, v in r.items()} for r in df.to_dict("records")]
+    return {"app_gains": report.records(a.gains), "app_average": report.records(a.average),
+            "app_summary": report.records(a.summary),
+            "evaluations": report.records(a.evaluations)}  # fmt: skip
 
 
 # --- figures ------------------------------------------------------------------------------
@@ -367,3 +340,15 @@ def write_figures(out: Path, exp: Experiment, a: AppResults) -> list[Path]:
             for p in report.save_figure(draw(exp, a, machine, w, n), stem):
                 a.captions[p] = FIGURE_CAPTIONS[kind]
     return a.figures
+
+
+def _gain_cells(exp: Experiment, by_policy: pd.DataFrame) -> list[str]:
+    """Speed-up and gain cells of each policy (a dash for a policy without a row)."""
+    cells: list[str] = []
+    for v in exp.policies:
+        if v.label not in by_policy.index:
+            cells += [report.DASH, report.DASH]
+            continue
+        r = by_policy.loc[v.label]
+        cells += [_ratio(r), _pm(r.gain_pct, r.gain_ci_high - r.gain_pct, 2)]
+    return cells

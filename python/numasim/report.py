@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from numasim.assumptions import describe
@@ -241,6 +242,19 @@ def json_rows(exp: Experiment, gains: pd.DataFrame) -> dict[str, Any]:
              "confidence": float(r.confidence),
              "replications": int(r.replications)} for r in gains.itertuples()]  # fmt: skip
     return {"experiment": exp.name, "metric": exp.metric, "rows": rows}
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """``df``'s rows as JSON-ready dicts: numpy numbers as Python ones, NaN as None."""
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float | np.floating):
+            return None if math.isnan(v) else float(v)
+        if isinstance(v, np.integer):
+            return int(v)
+        return v
+
+    return [{k: clean(v) for k, v in r.items()} for r in df.to_dict("records")]
 
 
 def write_tables(out: Path, runs: pd.DataFrame, summary: pd.DataFrame, gains: pd.DataFrame):

@@ -301,15 +301,7 @@ def write_ablation(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
 
 def json_rows(a: Ablation) -> list[dict[str, Any]]:
     """The ablation rows for ``--json`` (a missing value is null)."""
-
-    def clean(v: Any) -> Any:
-        if isinstance(v, float | np.floating):
-            return None if math.isnan(v) else float(v)
-        if isinstance(v, np.integer):
-            return int(v)
-        return v
-
-    return [{k: clean(v) for k, v in r.items()} for r in a.rows.to_dict("records")]
+    return report.records(a.rows)
 
 
 # --- figures ------------------------------------------------------------------------------
