@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from numasim import _core
+from numasim import _core, schema
 from numasim._core import InputError
 from numasim.machine import read_text
 
@@ -224,19 +224,13 @@ def is_mix_name(text: str) -> bool:
 
 def _schema_error(origin: str, e: ValidationError) -> InputError:
     """The first problem pydantic found, as one line naming the key path."""
-    err = e.errors()[0]
-    path = ".".join(str(part) for part in err["loc"])
-    if err["type"] == "extra_forbidden":
-        parent = _MixApp if err["loc"][0] == "app" and len(err["loc"]) > 1 else MixFile
-        allowed = ", ".join(parent.model_fields)
-        return InputError(f"{origin}: unknown key '{path}'; allowed: {allowed}")
-    if err["type"] == "missing":
-        return InputError(f"{origin}: missing key '{path}'")
-    if err["type"] == "too_short":
-        return InputError(f"{origin}: {path}: is empty (a mix needs at least one [[app]])")
-    got = err.get("input")
-    shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
-    return InputError(f"{origin}: {path}: {err['msg'].removeprefix('Input ')}{shown}")
+
+    def allowed_at(loc: tuple[Any, ...]) -> list[str]:
+        parent = _MixApp if loc[0] == "app" and len(loc) > 1 else MixFile
+        return list(parent.model_fields)
+
+    empty = "is empty (a mix needs at least one [[app]])"
+    return schema.first_error(origin, e, allowed_at, {"too_short": empty})
 
 
 # --- per-application results --------------------------------------------------------------

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from numasim import _core
+from numasim import _core, schema
 from numasim._core import InputError
 from numasim.machine import check_builder, read_text
 from numasim.sim import default_domains
@@ -261,27 +261,20 @@ class ExperimentFile(_Strict):
 
 def _schema_error(origin: str, e: ValidationError) -> InputError:
     """The first problem pydantic found, as one line naming the key path."""
-    err = e.errors()[0]
-    path = ".".join(str(part) for part in err["loc"])
-    if err["type"] == "extra_forbidden":
-        parent = ExperimentFile
-        for part in err["loc"][:-1]:
+
+    def allowed_at(loc: tuple[Any, ...]) -> list[str]:
+        parent: type[BaseModel] = ExperimentFile
+        for part in loc[:-1]:
             if isinstance(part, str):
                 parent = {"workload": _WorkloadEntry, "sweep": _Sweep, "reference": _Reference,
                           "rows": _ReferenceRow}.get(part, parent)  # fmt: skip
                 if parent is ExperimentFile and part == "assumptions":
                     parent = _AssumptionEntry
-        allowed = ", ".join(sorted(parent.model_fields))
-        return InputError(f"{origin}: unknown key '{path}'; allowed: {allowed}")
-    if err["type"] == "missing":
-        return InputError(f"{origin}: missing key '{path}'")
-    if err["type"] == "literal_error":
-        return InputError(f"{origin}: {path}: must be one of {', '.join(METRIC_LABELS)}")
-    if err["type"] == "too_short":
-        return InputError(f"{origin}: {path}: is empty")
-    got = err.get("input")
-    shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
-    return InputError(f"{origin}: {path}: {err['msg'].removeprefix('Input ')}{shown}")
+        return sorted(parent.model_fields)
+
+    messages = {"literal_error": f"must be one of {', '.join(METRIC_LABELS)}",
+                "too_short": "is empty"}  # fmt: skip
+    return schema.first_error(origin, e, allowed_at, messages)
 
 
 def from_dict(data: dict[str, Any], origin: str) -> Experiment:
