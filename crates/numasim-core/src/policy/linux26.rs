@@ -347,6 +347,39 @@ struct MoveArgs {
     rank: Option<TaskRank>,
 }
 
+impl MoveArgs {
+    /// `this_rq->curr->prio`: the idle task when idle at a tick, the outgoing task when newly
+    /// idle (every task is nice 0).
+    fn start_prio(&self, v: &View<'_>, this_cpu: CpuId) -> u32 {
+        if self.idle == IdleType::SchedIdle && v.current(this_cpu).is_none() {
+            IDLE_PRIO
+        } else {
+            NICE_0_PRIO
+        }
+    }
+
+    /// `task_hot` as `can_migrate_task` applies it: ran within the level's cache-hot time,
+    /// unless the pass is aggressive.
+    fn cache_hot(&self, v: &View<'_>, pid: Pid) -> bool {
+        !self.aggressive
+            && v.proc(pid)
+                .last_ran_ns
+                .is_some_and(|t| v.now.saturating_sub(t) < self.cache_hot_ns)
+    }
+}
+
+/// `move_tasks`' `skip_for_load` for a nice-0 task with `rem` load left to move: it is heavier
+/// than what is left, unless nothing of this priority has been pulled yet (`this_best_prio`
+/// above it) — the busiest queue's best priority is always "seen", every task being nice 0.
+fn skip_for_load(rem: i64, this_best_prio: u32) -> bool {
+    let best_prio_seen = true;
+    let heavier = NICE_0_LOAD as i64 > rem;
+    if heavier && NICE_0_PRIO < this_best_prio {
+        return !best_prio_seen;
+    }
+    heavier
+}
+
 /// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu` — or, between
 /// nodes with a selector, the tasks the selector picks ([`select_tasks`]).
 fn move_tasks(
@@ -366,14 +399,7 @@ fn move_tasks(
         }
     }
     let mut rem = a.max_load_move as i64;
-    // this_rq->curr->prio: the idle task when idle at a tick, the outgoing task when newly idle.
-    let mut this_best_prio = if a.idle == IdleType::SchedIdle && v.current(this_cpu).is_none() {
-        IDLE_PRIO
-    } else {
-        NICE_0_PRIO
-    };
-    // Every task is nice 0, so the busiest queue's best priority is always "seen".
-    let best_prio_seen = true;
+    let mut this_best_prio = a.start_prio(v, this_cpu);
     let mut pulled = 0;
     let mut candidates: Vec<Pid> = v.queued(busiest).rev().collect();
     if let Some(rank) = a.rank {
@@ -381,15 +407,7 @@ fn move_tasks(
     }
     for pid in candidates {
         out.tasks_examined += 1;
-        let mut skip_for_load = NICE_0_LOAD as i64 > rem;
-        if skip_for_load && NICE_0_PRIO < this_best_prio {
-            skip_for_load = !best_prio_seen;
-        }
-        let hot = !a.aggressive
-            && v.proc(pid)
-                .last_ran_ns
-                .is_some_and(|t| v.now.saturating_sub(t) < a.cache_hot_ns);
-        if skip_for_load || hot {
+        if skip_for_load(rem, this_best_prio) || a.cache_hot(v, pid) {
             continue;
         }
         out.moves.push(Move {
@@ -424,27 +442,18 @@ fn select_tasks(
     out: &mut Attempt,
 ) -> usize {
     let mut rem = a.max_load_move as i64;
-    let mut this_best_prio = if a.idle == IdleType::SchedIdle && v.current(this_cpu).is_none() {
-        IDLE_PRIO
-    } else {
-        NICE_0_PRIO
-    };
+    let mut this_best_prio = a.start_prio(v, this_cpu);
     let mut movable: Vec<Pid> = Vec::new();
     for pid in v.queued(busiest).rev() {
         out.tasks_examined += 1;
-        let hot = !a.aggressive
-            && v.proc(pid)
-                .last_ran_ns
-                .is_some_and(|t| v.now.saturating_sub(t) < a.cache_hot_ns);
-        if !hot {
+        if !a.cache_hot(v, pid) {
             movable.push(pid);
         }
     }
     let mut moved: Vec<Pid> = Vec::new();
     while !movable.is_empty() {
-        // Every task is nice 0: once the rest to move is under one task's load, nothing more
-        // moves (the kernel's skip_for_load with best_prio_seen).
-        if (NICE_0_LOAD as i64) > rem && NICE_0_PRIO >= this_best_prio {
+        // Every task is nice 0: once one task skips for load, every one would.
+        if skip_for_load(rem, this_best_prio) {
             break;
         }
         let at = sel.pick(v, busiest, this_cpu, &movable, &moved, &mut out.evaluations);
