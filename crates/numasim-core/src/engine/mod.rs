@@ -759,11 +759,23 @@ fn become_busy(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 }
 
 fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let prev = s.procs[pid].cpu;
     let p = &mut s.procs[pid];
     p.io_wait_ns += s.now - p.blocked_since;
+    wake(s, policy, pid);
+}
+
+/// A blocked process (IO done, or released from a sync point) starts its next burst where the
+/// policy's wake-up placement says; one blocked since it was created (a pipeline thread with
+/// nothing to take) is placed as a new thread, from its parent's CPU.
+fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
+    let prev = s.procs[pid].cpu;
+    let never_ran = s.procs[pid].first_run_ns.is_none();
     next_burst(s, pid);
-    let cpu = policy.place_wakeup(&s.view(), pid, prev);
+    let cpu = if never_ran {
+        policy.place_new(&s.view(), pid, prev)
+    } else {
+        policy.place_wakeup(&s.view(), pid, prev)
+    };
     admit(s, policy, pid, cpu);
 }
 
@@ -804,20 +816,11 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
     }
 }
 
-/// A thread released from a sync point wakes where the policy says (as from IO).
+/// A thread released from a sync point wakes as from IO.
 fn sync_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let prev = s.procs[pid].cpu;
     let p = &mut s.procs[pid];
     p.sync_wait_ns += s.now - p.blocked_since;
-    let never_ran = p.first_run_ns.is_none();
-    next_burst(s, pid);
-    let cpu = if never_ran {
-        // Blocked since it was created: placed as a new thread, from its parent's CPU.
-        policy.place_new(&s.view(), pid, prev)
-    } else {
-        policy.place_wakeup(&s.view(), pid, prev)
-    };
-    admit(s, policy, pid, cpu);
+    wake(s, policy, pid);
 }
 
 fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
