@@ -178,6 +178,16 @@ pub(super) fn bin_remote_share(bins: &mut Vec<(f64, f64)>, from: u64, to: u64, s
     }
 }
 
+/// `f` averaged over `procs` weighted by their CPU time (`empty` when none ran).
+fn cpu_weighted(procs: &[ProcResult], f: fn(&ProcResult) -> f64, empty: f64) -> f64 {
+    let total: f64 = procs.iter().map(|p| p.cpu_ms).sum();
+    if total > 0.0 {
+        procs.iter().map(|p| f(p) * p.cpu_ms).sum::<f64>() / total
+    } else {
+        empty
+    }
+}
+
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -316,7 +326,6 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         v
     };
     let st = &s.stats;
-    let total_cpu: f64 = processes.iter().map(|p| p.cpu_ms).sum();
     let summary = Summary {
         processes: n,
         makespan_ms: ms(makespan_ns),
@@ -361,15 +370,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 .sum(),
         },
         memory_ms: processes.iter().map(|p| p.memory_ms).sum(),
-        mean_remote_factor: if total_cpu > 0.0 {
-            processes
-                .iter()
-                .map(|p| p.remote_factor * p.cpu_ms)
-                .sum::<f64>()
-                / total_cpu
-        } else {
-            1.0
-        },
+        mean_remote_factor: cpu_weighted(&processes, |p| p.remote_factor, 1.0),
         far_from_origin: far.len(),
         far_from_origin_pct: 100.0 * far.len() as f64 / n as f64,
         far_by_level,
@@ -419,15 +420,7 @@ fn app_results(s: &State<'_>, processes: &[ProcResult]) -> Vec<AppResult> {
                 turnaround_ms: completion - arrival,
                 cpu_ms,
                 sync_wait_ms: threads.iter().map(|p| p.sync_wait_ms).sum(),
-                remote_share: if cpu_ms > 0.0 {
-                    threads
-                        .iter()
-                        .map(|p| p.remote_share * p.cpu_ms)
-                        .sum::<f64>()
-                        / cpu_ms
-                } else {
-                    0.0
-                },
+                remote_share: cpu_weighted(threads, |p| p.remote_share, 0.0),
                 cpu_ms_by_node: by_node.into_iter().enumerate().collect(),
                 threads_by_node,
                 remote_share_timeline: bins
