@@ -62,16 +62,23 @@ def summarize(runs: pd.DataFrame, confidence: float, metric: str = "mean_tat_ms"
     return pd.DataFrame(out)
 
 
-def _paired(runs: pd.DataFrame, exp: Experiment, metric: str):
-    """Per cell and compared policy: ``((machine, workload, n, policy), B, P)``, the baseline's
-    and the policy's ``metric`` on the replications both ran, indexed by replication."""
+#: The columns naming a cell, and a cell's application.
+_CELL = ("machine", "workload", "n")
+_APP = (*_CELL, "app")
+
+
+def _paired(runs: pd.DataFrame, exp: Experiment, metric: str, by: Sequence[str] = _CELL):
+    """Per group of ``by`` (a cell; a cell and an application) and compared policy:
+    ``((*group, policy), B, P)``, the baseline's and the policy's ``metric`` on the replications
+    both ran, indexed by replication (``n`` as an int)."""
     base = exp.baseline.label
-    for (machine, workload, n), g in runs.groupby(["machine", "workload", "n"], sort=False):
+    for group, g in runs.groupby(list(by), sort=False):
+        key = tuple(int(k) if name == "n" else k for name, k in zip(by, group, strict=True))
         b = g[g["policy"] == base].set_index("replication")[metric]
         for v in exp.policies:
             p = g[g["policy"] == v.label].set_index("replication")[metric]
             common = b.index.intersection(p.index)
-            yield (machine, workload, int(n), v.label), b.loc[common], p.loc[common]
+            yield (*key, v.label), b.loc[common], p.loc[common]
 
 
 def replication_gains(runs: pd.DataFrame, exp: Experiment, metric: str = "mean_tat_ms"):
@@ -124,8 +131,6 @@ def unpaired_gain_half_width(baseline: Sequence[float], policy: Sequence[float],
 # The average over the applications is, per replication, the mean of g_ar (and of the log
 # ratios) over a, then the same over r.
 
-_CELL = ["machine", "workload", "n"]
-
 
 def app_summary(apps: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per cell, policy and application: completion time (``tat_*``, ms), remote share
@@ -145,22 +150,10 @@ def app_summary(apps: pd.DataFrame, confidence: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _app_pairs(apps: pd.DataFrame, exp: Experiment):
-    """Per cell, policy and application: ``((machine, workload, n, policy, app), B, P)``, the
-    baseline's and the policy's completion times on the replications both ran."""
-    base = exp.baseline.label
-    for (machine, workload, n, app), g in apps.groupby([*_CELL, "app"], sort=False):
-        b = g[g["policy"] == base].set_index("replication")["turnaround_ms"]
-        for v in exp.policies:
-            p = g[g["policy"] == v.label].set_index("replication")["turnaround_ms"]
-            common = b.index.intersection(p.index)
-            yield (machine, workload, int(n), v.label, app), b.loc[common], p.loc[common]
-
-
 def app_gains(apps: pd.DataFrame, exp: Experiment, confidence: float) -> pd.DataFrame:
     """Per cell, policy and application: the paired speed-up and gain of its completion time."""
     out = []
-    for (machine, workload, n, policy, app), b, p in _app_pairs(apps, exp):
+    for (machine, workload, n, app, policy), b, p in _paired(apps, exp, "turnaround_ms", _APP):
         bb, pp = b.to_numpy(), p.to_numpy()
         g, _, g_half = t_interval((bb - pp) / bb * 100, confidence)
         out.append({"machine": machine, "workload": workload, "n": n, "app": app,
@@ -185,7 +178,7 @@ def app_average(apps: pd.DataFrame, exp: Experiment, confidence: float) -> pd.Da
     replication, then the mean and t interval over the replications (``gain_pct``,
     ``gain_ci_low``, ``gain_ci_high`` as in ``gains``, so a published average compares)."""
     per: dict[tuple, list[tuple[pd.Series, pd.Series]]] = {}
-    for (machine, workload, n, policy, _), b, p in _app_pairs(apps, exp):
+    for (machine, workload, n, _, policy), b, p in _paired(apps, exp, "turnaround_ms", _APP):
         per.setdefault((machine, workload, n, policy), []).append((b, p))
     out = []
     for (machine, workload, n, policy), pairs in per.items():
