@@ -171,9 +171,9 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
     [
         (
             ("seed = 7", "seed = 7\ncolour = 1"),
-            "unknown key 'colour'; allowed: assumptions, baseline, confidence, machines, metric, "
-            "name, notes, policies, profile, reference, replications, seed, source, sweep, title, "
-            "workload",
+            "unknown key 'colour'; allowed: assumptions, baseline, claim, confidence, machines, "
+            "metric, name, notes, policies, profile, reference, replications, seed, source, sweep, "
+            "title, workload, x_label",
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),
@@ -191,7 +191,8 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (
             ("seed = 7", "seed = 7\nmetric = 'speed'"),
             "metric: must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
-            "far_from_origin, far_from_origin_pct, mean_remote_factor",
+            "far_from_origin, far_from_origin_pct, mean_remote_factor, mean_app_tat_ms, "
+            "app_remote_share",
         ),
         (
             ('"linux26@flat"', '"linux26@three-level"'),
@@ -218,7 +219,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (("seed = 7", "seed = -1"), "seed: should be greater than or equal to 0 (got -1)"),
         (
             ('name = "make"', 'name = "make"\ncolour = 2'),
-            "unknown key 'workload.0.colour'; allowed: mix, name, spec",
+            "unknown key 'workload.0.colour'; allowed: mix, name, spec, x",
         ),
         (('name = "make"', "name = 5"), "workload.0.name: should be a valid string (got 5)"),
         (

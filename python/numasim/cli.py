@@ -356,7 +356,7 @@ def _count(n: int) -> str:
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
                     fresh: bool, ablate: bool = False,
                     report_file: str | None = None) -> None:  # fmt: skip
-    from numasim import app_report, report, reproduction, stats
+    from numasim import app_report, comparison, report, reproduction, stats
     from numasim import experiment as ex
 
     out_dir = Path(out) if out else Path("numasim-results") / exp.name
@@ -379,12 +379,20 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     runs = outcome.runs
     summary = stats.summarize(runs, confidence, exp.metric)
     gains = stats.gains(runs, exp, confidence, exp.metric)
-    # Workloads with applications: per-application results (None for every other experiment).
-    apps = app_report.compute(exp, runs, outcome.apps, confidence)
+    # Workloads with applications: per-application results (None for every other experiment,
+    # and for an x axis, whose report compares the policies along it: comparison.py).
+    apps = None if exp.has_x else app_report.compute(exp, runs, outcome.apps, confidence)
     ref_gains = apps.average if apps is not None else None
+    versus = comparison.compute(exp, runs, confidence) if exp.has_x else None
     with _writing(out_dir):
         files = report.write_tables(out_dir, runs, summary, gains)
-        figures = report.write_figures(out_dir, exp, summary, gains)
+        if versus is not None:
+            files += comparison.write_tables(out_dir, exp, versus)
+            if not outcome.apps.empty:
+                files += report.write_frames(out_dir, [("apps", outcome.apps)])
+            figures = comparison.write_figures(out_dir, exp, versus)
+        else:
+            figures = report.write_figures(out_dir, exp, summary, gains)
         if apps is not None:
             files += app_report.write_tables(out_dir, apps)
             figures += app_report.write_figures(out_dir, exp, apps)
@@ -401,7 +409,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
                                            cluster=cluster, on_progress=flip_progress)  # fmt: skip
         with _writing(out_dir):
             ablation_files = reproduction.write_ablation(out_dir, exp, ablation)
-    if report_file:
+    if report_file and versus is not None:
+        _write(report_file, comparison.html_page(exp, versus, confidence, ablation))
+    elif report_file:
         page = reproduction.html_page(exp, summary, gains, confidence,
                                       [f for f in figures if apps is None or f not in apps.figures],
                                       ablation, ablation_files, apps)  # fmt: skip
@@ -410,18 +420,24 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         rows = report.json_rows(exp, gains)
         if apps is not None:
             rows.update(app_report.json_rows(apps))
+        if versus is not None:
+            rows.update(comparison.json_rows(exp, versus))
         if ablation is not None:
             rows["ablation"] = reproduction.json_rows(ablation)
         click.echo(json.dumps(rows))
         click.echo(reuse, err=True)
         return
-    click.echo(report.table_text(exp, summary, gains, confidence, runs, ref_gains))
+    if versus is not None:
+        click.echo(comparison.text(exp, versus))
+    else:
+        click.echo(report.table_text(exp, summary, gains, confidence, runs, ref_gains))
     if apps is not None:
         click.echo()
         click.echo(app_report.text(exp, apps))
     if ablation is not None:
         click.echo()
-        click.echo(reproduction.table_text(exp, ablation))
+        click.echo(comparison.ablation_text(exp, ablation, confidence) if versus is not None
+                   else reproduction.table_text(exp, ablation))  # fmt: skip
     click.echo()
     click.echo(reuse)
     if ablation is not None:

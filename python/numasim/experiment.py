@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numasim import _core, schema
 from numasim._core import InputError
+from numasim.claims import CLAIM_KINDS
 from numasim.machine import check_builder, read_text
 from numasim.sim import default_domains
 
@@ -66,7 +67,12 @@ METRIC_LABELS = {
     "far_from_origin": "processes far from their origin node",
     "far_from_origin_pct": "processes far from their origin node (%)",
     "mean_remote_factor": "mean remote-access factor",
+    "mean_app_tat_ms": "mean response time (ms)",
+    "app_remote_share": "remote-access share of the applications",
 }
+#: Per-run values derived from a run's applications (``app_run_metrics``): metrics of app
+#: workloads only.
+APP_RUN_METRICS = ("mean_app_tat_ms", "app_remote_share")
 #: Migration kinds stored per run (``migrations_<kind>``).
 KIND_COLUMNS = ("pull", "push", "exchange", "idle", "active")
 
@@ -86,6 +92,13 @@ class WorkloadDef:
     spec: str
     #: The shipped mix (or mix file) the spec comes from, if any (``mix = ...``).
     mix: str = ""
+    #: Its place on the experiment's x axis (``x = ...``; ``Experiment.x_label`` names it).
+    x: float | None = None
+
+    @property
+    def has_apps(self) -> bool:
+        """Its processes are applications (an ``app=`` spec or a mix)."""
+        return bool(self.mix) or any(p.strip().startswith("app=") for p in self.spec.split(","))
 
 
 @dataclass
@@ -113,6 +126,15 @@ class Experiment:
     assume: str | None = None
     #: The paper's published numbers (``[reference]``), if the file carries them.
     reference: Reference | None = None
+    #: What the workloads' ``x`` values are (an x axis: docs/experiments.md), or "".
+    x_label: str = ""
+    #: The paper's claims checked against the results (``[[claim]]``, claims.py).
+    claims: list[Any] = field(default_factory=list)
+
+    @property
+    def has_x(self) -> bool:
+        """Its workloads are points on an x axis: the comparison report (comparison.py)."""
+        return bool(self.x_label)
 
     @property
     def assumptions(self) -> dict[str, str]:
@@ -203,6 +225,8 @@ class _WorkloadEntry(_Strict):
     #: A generator spec, or ``mix``: a shipped mix's name or a mix file (docs/apps.md).
     spec: str | None = None
     mix: str | None = None
+    #: Its place on the experiment's x axis (a number; every workload or none has one).
+    x: float | None = Field(default=None, allow_inf_nan=False)
 
 
 class _Sweep(_Strict):
@@ -235,6 +259,28 @@ class _Reference(_Strict):
     quote: str = ""
 
 
+class _ClaimEntry(_Strict):
+    """A paper's claim and its machine-checkable form (claims.py, docs/experiments.md)."""
+
+    #: Where the paper makes it (figure, section).
+    source: str = Field(min_length=1)
+    #: The paper's sentence, word for word.
+    quote: str = Field(min_length=1)
+    kind: Literal[CLAIM_KINDS]  # type: ignore[valid-type]
+    #: The compared pairs: ``pairs``; or every policy of ``policies`` against every one of
+    #: ``versus``; or every pair of ``among`` (close, apart); or ``policy`` (smallest).
+    pairs: list[Annotated[list[str], Field(min_length=2, max_length=2)]] | None = None
+    policies: list[str] | None = None
+    versus: list[str] | None = None
+    among: list[str] | None = None
+    policy: str | None = None
+    #: close, apart: the relative difference |a − b| / b × 100 that is "small".
+    tolerance_pct: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    #: The x values the claim speaks of (inclusive; default all).
+    x_min: float | None = Field(default=None, allow_inf_nan=False)
+    x_max: float | None = Field(default=None, allow_inf_nan=False)
+
+
 class ExperimentFile(_Strict):
     """The schema of an experiment file (docs/experiments.md); every key is checked here."""
 
@@ -257,6 +303,10 @@ class ExperimentFile(_Strict):
     #: Values set on top of the profile, each with its source: ``memory = {value, source}``.
     assumptions: dict[str, _AssumptionEntry] = {}
     reference: _Reference | None = None
+    #: What the workloads' ``x`` values are, e.g. "load level": the axis of the comparison.
+    x_label: str = ""
+    #: The paper's claims, each checked against the results (claims.py).
+    claim: list[_ClaimEntry] = []
 
 
 def _schema_error(origin: str, e: ValidationError) -> InputError:
@@ -267,13 +317,16 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
         for part in loc[:-1]:
             if isinstance(part, str):
                 parent = {"workload": _WorkloadEntry, "sweep": _Sweep, "reference": _Reference,
-                          "rows": _ReferenceRow}.get(part, parent)  # fmt: skip
+                          "rows": _ReferenceRow,
+                          "claim": _ClaimEntry}.get(part, parent)  # fmt: skip
                 if parent is ExperimentFile and part == "assumptions":
                     parent = _AssumptionEntry
         return sorted(parent.model_fields)
 
-    messages = {"literal_error": f"must be one of {', '.join(METRIC_LABELS)}",
-                "too_short": "is empty"}  # fmt: skip
+    # A value outside a fixed list: the list of the key it was given for.
+    top = e.errors()[0]["loc"][0] if e.errors()[0]["loc"] else ""
+    choices = {"profile": ("linux", "paper"), "claim": CLAIM_KINDS}.get(top, METRIC_LABELS)
+    messages = {"literal_error": f"must be one of {', '.join(choices)}", "too_short": "is empty"}
     return schema.first_error(origin, e, allowed_at, messages)
 
 
@@ -285,6 +338,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     except ValidationError as e:
         raise _schema_error(origin, e) from None
     workloads = [_workload(origin, i, w) for i, w in enumerate(f.workload)]
+    _x_axis(origin, f)
     for key, items in (("workload", [w.name for w in f.workload]), ("machines", f.machines),
                        ("sweep.n", f.sweep.n)):  # fmt: skip
         twice = sorted({str(x) for x in items if items.count(x) > 1})
@@ -311,10 +365,20 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         metric=f.metric,
         profile=f.profile,
         set_assumptions={k: (e.value, e.source) for k, e in f.assumptions.items()},
+        x_label=f.x_label,
     )
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
+    if f.metric in APP_RUN_METRICS:
+        plain = [w.name for w in workloads if not w.has_apps]
+        if plain:
+            raise InputError(f"{origin}: metric: {f.metric} is a metric of applications; "
+                             f"workload '{plain[0]}' has none (app= specs and mixes have "
+                             "them)")  # fmt: skip
+    from numasim import claims
+
+    exp.claims = [claims.check(origin, i, c, exp) for i, c in enumerate(f.claim)]
     if f.reference is not None:
         exp.reference = _reference(origin, f.reference, exp)
     from numasim.machine import Machine
@@ -338,10 +402,30 @@ def _workload(origin: str, i: int, w: _WorkloadEntry) -> WorkloadDef:
         if mix.spec != mix.spec_without_n:
             raise InputError(f"{where}.mix: {mix.origin} sets n; in an experiment n comes "
                              "from [sweep]")  # fmt: skip
-        return WorkloadDef(w.name, mix.spec, w.mix)
+        return WorkloadDef(w.name, mix.spec, w.mix, w.x)
     if any(part.strip().startswith("n=") for part in w.spec.split(",")):
         raise InputError(f"{where}.spec: n comes from [sweep], not the spec")
-    return WorkloadDef(w.name, w.spec)
+    return WorkloadDef(w.name, w.spec, x=w.x)
+
+
+def _x_axis(origin: str, f: ExperimentFile) -> None:
+    """An x axis (``x_label`` and an ``x`` on every workload, each x once, one n) or none."""
+    xs = [w.x for w in f.workload]
+    if not f.x_label:
+        if any(x is not None for x in xs):
+            i = next(i for i, x in enumerate(xs) if x is not None)
+            raise InputError(f"{origin}: workload.{i}.x: give x_label too (what the x values "
+                             "are, e.g. \"load level\")")  # fmt: skip
+        return
+    if None in xs:
+        raise InputError(f"{origin}: workload.{xs.index(None)}.x: missing; with x_label every "
+                         "workload has an x")  # fmt: skip
+    twice = sorted({x for x in xs if xs.count(x) > 1})
+    if twice:
+        raise InputError(f"{origin}: workload: x = {twice[0]:g} given more than once")
+    if len(f.sweep.n) != 1:
+        raise InputError(f"{origin}: sweep.n: an experiment with an x axis runs one n, not "
+                         f"{len(f.sweep.n)}")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -462,6 +546,18 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
             "apps": apps}  # fmt: skip
 
 
+def app_run_metrics(apps: list[dict[str, Any]]) -> dict[str, float]:
+    """A run's ``APP_RUN_METRICS``: ``mean_app_tat_ms``, the mean over its applications of the
+    turnaround (creation to completion: Koita et al.'s response time), and
+    ``app_remote_share``, the share of its memory accesses that went to another node's memory
+    — each application's share weighted by its CPU time, as each application's own share
+    weights its threads."""
+    cpu = sum(a["cpu_ms"] for a in apps)
+    share = sum(a["remote_share"] * a["cpu_ms"] for a in apps) / cpu if cpu else 0.0
+    return {"mean_app_tat_ms": sum(a["turnaround_ms"] for a in apps) / len(apps),
+            "app_remote_share": share}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Run:
     """One simulation of an experiment: a replication of a cell under one variant."""
@@ -536,10 +632,13 @@ class Outcome:
 
     @property
     def runs(self) -> Any:
-        """One row per run (a DataFrame), without the per-application lists."""
+        """One row per run (a DataFrame): instead of the per-application lists of app
+        workloads, their ``APP_RUN_METRICS``."""
         import pandas as pd
 
-        return pd.DataFrame([{k: v for k, v in r.items() if k != "apps"} for r in self.rows])
+        return pd.DataFrame([{k: v for k, v in r.items() if k != "apps"}
+                             | (app_run_metrics(r["apps"]) if "apps" in r else {})
+                             for r in self.rows])  # fmt: skip
 
     @property
     def apps(self) -> Any:

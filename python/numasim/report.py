@@ -35,6 +35,8 @@ METRIC_NAMES = {
     "far_from_origin": ("far", "reduction in processes far from origin"),
     "far_from_origin_pct": ("far %", "reduction in the share of processes far from origin"),
     "mean_remote_factor": ("remote factor", "reduction in the mean remote-access factor"),
+    "mean_app_tat_ms": ("response", "response-time reduction"),
+    "app_remote_share": ("remote share", "reduction in the applications' remote-access share"),
 }
 _FOOTNOTES = {
     "interval": f"{DASH} after ±: fewer than 2 replications, no interval",

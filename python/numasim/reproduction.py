@@ -53,7 +53,7 @@ import html
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,9 @@ class Ablation:
     rows: pd.DataFrame
     computed: int
     reused: int
+    #: The runs as run, and per flipped assumption its runs (claims re-evaluated: comparison.py).
+    base_runs: pd.DataFrame | None = None
+    runs: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 #: Columns of ``ablation.csv``.
@@ -155,13 +158,13 @@ def ablate(
     metric = exp.metric
     base = stats.gains(base_runs, exp, confidence, metric)
     base_per_rep = _per_replication(base_runs, exp, metric)
-    gains, rows, computed, reused = {}, [], 0, 0
+    gains, rows, computed, reused, flipped_runs = {}, [], 0, 0, {}
     for f in p.flips:
         fexp = flipped(exp, f)
         outcome = execute(fexp, out, jobs=jobs, cluster=cluster,
                           on_progress=on_progress(f.label) if on_progress else None)  # fmt: skip
         computed, reused = computed + outcome.computed, reused + outcome.reused
-        runs = outcome.runs
+        runs = flipped_runs[f.name] = outcome.runs
         g = stats.gains(runs, fexp, confidence, metric)
         gains[f.name] = g
         per_rep = _per_replication(runs, fexp, metric)
@@ -181,7 +184,7 @@ def ablate(
                          x.gain_ci_high, delta, lo, hi, int(b.replications),
                          confidence])  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return Ablation(p, confidence, base, gains, table, computed, reused)
+    return Ablation(p, confidence, base, gains, table, computed, reused, base_runs, flipped_runs)
 
 
 def _per_replication(runs: pd.DataFrame, exp: Experiment, metric: str) -> dict | None:
@@ -291,12 +294,13 @@ def effects_text(exp: Experiment, a: Ablation) -> list[str]:
 
 
 def write_ablation(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
-    """``ablation.csv`` and the ablation figures."""
+    """``ablation.csv`` and the ablation figures (none for an experiment with an x axis: its
+    cells are one n each, and its ablation is shown as the claims' verdicts, comparison.py)."""
     path = out / "ablation.csv"
     tmp = path.with_suffix(".csv.tmp")
     a.rows.to_csv(tmp, index=False)
     tmp.replace(path)
-    return [path, *write_figures(out, exp, a)]
+    return [path] if exp.has_x else [path, *write_figures(out, exp, a)]
 
 
 def json_rows(a: Ablation) -> list[dict[str, Any]]:
@@ -633,7 +637,13 @@ def _setup(exp: Experiment, confidence: float) -> list[str]:
         "<h3>Machines</h3>",
         _table(["machine", "description", "nodes", "CPUs", "MALs (distances)"], machines, {2, 3}),
         "<h3>Workloads</h3>",
-        _table(["workload", "spec", "n"], [[w.name, w.spec, _ns(exp.ns)] for w in exp.workloads]),
+        _table(
+            ["workload", *([exp.x_label] if exp.has_x else []), "spec", "n"],
+            [
+                [w.name, *([f"{w.x:g}"] if exp.has_x else []), w.spec, _ns(exp.ns)]
+                for w in exp.workloads
+            ],
+        ),
         "<h3>Variants</h3>",
         _table(["role", "label", "policy", "domains"], variants),
         f"<p>{exp.replications} replications per cell (paired: every variant runs the same "

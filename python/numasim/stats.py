@@ -29,6 +29,7 @@ METRIC_UNITS = {
     "far_from_origin": "processes",
     "far_from_origin_pct": "%",
     "mean_remote_factor": "1",
+    "app_remote_share": "1",
 }
 
 
