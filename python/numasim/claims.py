@@ -94,9 +94,10 @@ class Claim:
         """The checked form in words: ``less: each of hb-con, hs-con below each of fr-dist at
         load level ≥ 1``."""
         form, names = self.form
-        tols = {"close": f" within {self.tolerance_pct:g} %",
-               "apart": f" more than {self.tolerance_pct:g} % apart"}  # fmt: skip
-        tol = tols.get(self.kind, "")
+        tol = ""
+        if self.tolerance_pct is not None:
+            tol = (f" within {self.tolerance_pct:g} %" if self.kind == "close"
+                   else f" more than {self.tolerance_pct:g} % apart")  # fmt: skip
         if form == "policy":
             what = f"{names[0]} below every other policy"
         elif form == "among":

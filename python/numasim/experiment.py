@@ -324,9 +324,12 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
         return sorted(parent.model_fields)
 
     # A value outside a fixed list: the list of the key it was given for.
-    top = e.errors()[0]["loc"][0] if e.errors()[0]["loc"] else ""
+    first = e.errors()[0]
+    top = first["loc"][0] if first["loc"] else ""
     choices = {"profile": ("linux", "paper"), "claim": CLAIM_KINDS}.get(top, METRIC_LABELS)
-    messages = {"literal_error": f"must be one of {', '.join(choices)}", "too_short": "is empty"}
+    messages = {"literal_error": f"must be one of {', '.join(choices)}"}
+    if first["type"] == "too_short" and not first.get("input"):
+        messages["too_short"] = "is empty"
     return schema.first_error(origin, e, allowed_at, messages)
 
 
