@@ -165,6 +165,17 @@ def test_the_comparisons_share_the_confidence_bonferroni(exp):
     assert r.verdict == claims.UNDECIDED
 
 
+def test_a_claim_can_compare_another_metric(exp):
+    c = claim(exp, kind="less", pairs=[[B, A]], metric="app_remote_share")
+    assert c.statement("load").endswith("(on the remote-access share of the applications)")
+    runs = runs_of({(w, p): BASE for w in ("slow", "fast") for p in (A, B)})
+    runs["app_remote_share"] = [0.3 if p == A else 0.1 for p in runs.policy]
+    r = claims.evaluate(c, runs, "koita-64", c.metric, 0.95)
+    assert r.verdict == claims.HOLDS  # lower on the share, equal on the time
+    runs["app_remote_share"] = 0.0  # no relative difference to a share of 0
+    assert claims.evaluate(c, runs, "koita-64", c.metric, 0.95).verdict == claims.UNDECIDED
+
+
 def test_one_replication_decides_nothing(exp):
     c = claim(exp, kind="less", pairs=[[B, A]])
     r = verdict(exp, c, {(w, p): v for w in ("slow", "fast")
@@ -226,10 +237,14 @@ CLAIM0 = 'kind = "smallest"\npolicy = "linux26@flat"'
          "claim.1.x_min: no workload's x is in the range (the x values: 20, 80)"),
         (("x_max = 20", "x_max = 20\nx_min = 30"), "claim.1: x_min 30 is above x_max 20"),
         (("x_max = 20", 'x_max = 20\ncolour = "red"'),
-         "unknown key 'claim.1.colour'; allowed: among, kind, pairs, policies, policy, quote, "
-         "source, tolerance_pct, versus, x_max, x_min"),
+         "unknown key 'claim.1.colour'; allowed: among, kind, metric, pairs, policies, policy, "
+         "quote, source, tolerance_pct, versus, x_max, x_min"),
         (('quote = "Flat is the fastest."\n', ""), "missing key 'claim.0.quote'"),
         (("seed = 5", 'seed = 5\nprofile = "kernel"'), "profile: must be one of linux, paper"),
+        (("x_max = 20", 'x_max = 20\nmetric = "speed"'),
+         "claim.1.metric: must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
+         "far_from_origin, far_from_origin_pct, mean_remote_factor, mean_app_tat_ms, "
+         "app_remote_share"),
         (('spec = "app=swaptions:2,arrival=poisson:80"', 'spec = "kind=cpu,exec=50"'),
          "metric: mean_app_tat_ms is a metric of applications; workload 'fast' has none (app= "
          "specs and mixes have them)"),

@@ -7,8 +7,8 @@ replications (``[[claim]]`` in an experiment file with an x axis; docs/experimen
     ▼
 Claim: pairs (a, b) × the x values in its range = k comparisons
     │ evaluate, per machine: for each comparison the paired relative difference
-    │ d_r = (a_r − b_r) / b_r × 100 of the experiment's metric, replication by replication
-    │ (both policies ran the same workload instance), and its t interval at 1 − (1 − c) / k
+    │ d_r = (a_r − b_r) / b_r × 100 of its metric (default the experiment's), replication by
+    │ replication (both ran the same workload instance), and its t interval at 1 − (1 − c) / k
     ▼
 ClaimResult: one status per comparison, one verdict per claim
 ```
@@ -27,7 +27,9 @@ The vocabulary (``kind``), each comparison being a policy ``a`` against a policy
 The pairs are ``pairs = [[a, b], ...]``; or ``policies`` × ``versus`` (every policy of the first
 list against every one of the second); or ``among`` (every pair of the list; ``close`` and
 ``apart``, which are symmetric up to the base of the percentage). ``x_min`` and ``x_max``
-(inclusive) restrict the claim to part of the x axis.
+(inclusive) restrict the claim to part of the x axis; ``metric`` compares another metric than
+the experiment's (e.g. ``app_remote_share`` for a claim about remote accesses). A replication
+whose b is 0 has no relative difference: that comparison stays undecided.
 
 Verdict, over the claim's k comparisons, each interval at confidence 1 − (1 − c) / k for the
 experiment's confidence c (Bonferroni: the chance that any of the k intervals misses is at most
@@ -89,6 +91,8 @@ class Claim:
     #: How the file named the pairs, for ``statement``: (form, its policies).
     form: tuple[str, tuple[Any, ...]]
     x_range: tuple[float | None, float | None]
+    #: What it compares, when not the experiment's metric (``metric = ...``).
+    metric: str | None = None
 
     def statement(self, x_label: str) -> str:
         """The checked form in words: ``less: each of hb-con, hs-con below each of fr-dist at
@@ -116,7 +120,12 @@ class Claim:
             where = f"at {lo:g} ≤ {x_label} ≤ {hi:g}"
         else:
             where = f"at {x_label} ≥ {lo:g}" if lo is not None else f"at {x_label} ≤ {hi:g}"
-        return f"{self.kind}: {what} {where}"
+        on = ""
+        if self.metric:
+            from numasim.experiment import METRIC_LABELS
+
+            on = f" (on the {METRIC_LABELS[self.metric]})"
+        return f"{self.kind}: {what} {where}{on}"
 
     @property
     def comparisons(self) -> int:
@@ -189,9 +198,13 @@ def check(origin: str, i: int, entry: Any, exp: Experiment) -> Claim:
         key = "x_min" if lo is not None and lo > xs[0] else "x_max"
         raise InputError(f"{where}.{key}: no workload's x is in the range (the x values: "
                          f"{', '.join(f'{x:g}' for x in xs)})")  # fmt: skip
+    if entry.metric is not None:
+        from numasim.experiment import check_metric
+
+        check_metric(origin, f"claim.{i}.metric", entry.metric, exp.workloads)
     return Claim(i, entry.source, entry.quote, entry.kind, tuple(tuple(p) for p in pairs),
                  tuple(w.name for w in inside), tuple(w.x for w in inside), entry.tolerance_pct,
-                 (form, names), (lo, hi))  # fmt: skip
+                 (form, names), (lo, hi), entry.metric)  # fmt: skip
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -263,7 +276,7 @@ def evaluate(claim: Claim, runs: pd.DataFrame, machine: str, metric: str,
             sa, sb = by.get(a, pd.Series(dtype=float)), by.get(b, pd.Series(dtype=float))
             common = sa.index.intersection(sb.index)
             va, vb = sa.loc[common].to_numpy(float), sb.loc[common].to_numpy(float)
-            if len(common) == 0:
+            if len(common) == 0 or (vb == 0).any():  # no pair, or no relative difference
                 mean = half = math.nan
             else:
                 mean, _, half = stats.t_interval((va - vb) / vb * 100, test_conf)
@@ -281,7 +294,8 @@ def evaluate(claim: Claim, runs: pd.DataFrame, machine: str, metric: str,
 
 def evaluate_all(exp: Experiment, runs: pd.DataFrame, confidence: float) -> list[ClaimResult]:
     """Every claim of ``exp`` on every machine, on the experiment's metric."""
-    return [evaluate(c, runs, m, exp.metric, confidence) for m in exp.machines for c in exp.claims]
+    return [evaluate(c, runs, m, c.metric or exp.metric, confidence)
+            for m in exp.machines for c in exp.claims]  # fmt: skip
 
 
 def _signed(x: float) -> str:

@@ -276,6 +276,8 @@ class _ClaimEntry(_Strict):
     policy: str | None = None
     #: close, apart: the relative difference |a − b| / b × 100 that is "small".
     tolerance_pct: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    #: What it compares (default: the experiment's metric).
+    metric: Literal[tuple(METRIC_LABELS)] | None = None  # type: ignore[valid-type]
     #: The x values the claim speaks of (inclusive; default all).
     x_min: float | None = Field(default=None, allow_inf_nan=False)
     x_max: float | None = Field(default=None, allow_inf_nan=False)
@@ -325,8 +327,8 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
 
     # A value outside a fixed list: the list of the key it was given for.
     first = e.errors()[0]
-    top = first["loc"][0] if first["loc"] else ""
-    choices = {"profile": ("linux", "paper"), "claim": CLAIM_KINDS}.get(top, METRIC_LABELS)
+    key = next((k for k in reversed(first["loc"]) if isinstance(k, str)), "")
+    choices = {"profile": ("linux", "paper"), "kind": CLAIM_KINDS}.get(key, METRIC_LABELS)
     messages = {"literal_error": f"must be one of {', '.join(choices)}"}
     if first["type"] == "too_short" and not first.get("input"):
         messages["too_short"] = "is empty"
@@ -373,12 +375,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
-    if f.metric in APP_RUN_METRICS:
-        plain = [w.name for w in workloads if not w.has_apps]
-        if plain:
-            raise InputError(f"{origin}: metric: {f.metric} is a metric of applications; "
-                             f"workload '{plain[0]}' has none (app= specs and mixes have "
-                             "them)")  # fmt: skip
+    check_metric(origin, "metric", f.metric, workloads)
     from numasim import claims
 
     exp.claims = [claims.check(origin, i, c, exp) for i, c in enumerate(f.claim)]
@@ -389,6 +386,14 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     for m in f.machines:
         Machine.load(m)
     return exp
+
+
+def check_metric(origin: str, key: str, metric: str, workloads: list[WorkloadDef]) -> None:
+    """A metric of applications (``APP_RUN_METRICS``) needs applications in every workload."""
+    plain = [w.name for w in workloads if not w.has_apps]
+    if metric in APP_RUN_METRICS and plain:
+        raise InputError(f"{origin}: {key}: {metric} is a metric of applications; workload "
+                         f"'{plain[0]}' has none (app= specs and mixes have them)")  # fmt: skip
 
 
 def _workload(origin: str, i: int, w: _WorkloadEntry) -> WorkloadDef:
