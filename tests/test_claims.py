@@ -345,3 +345,32 @@ def test_the_page_states_each_claim_with_its_verdict(reported):
     assert "<th>arrival rate</th>" in text  # the workloads' x in the setup
     assert "claims&#x27; verdicts" in text  # the ablation: verdicts under each flip
     assert "http" not in text.replace("http-equiv", "")
+
+
+# --- the shipped reproductions, small ------------------------------------------------------
+
+HOME_CLUSTER = ["home-cluster-load", "home-cluster-threads", "home-cluster-dynamic"]
+
+
+@pytest.mark.parametrize("name", HOME_CLUSTER)
+def test_each_home_cluster_reproduction_runs_small(run, tmp_path, name):
+    """The shipped file at 2 replications of 8 processes (tests/test_fingerprints.py runs it at
+    its own n): every x is a row, every policy a column, every claim gets a verdict."""
+    text = (ex.experiments_dir() / f"{name}.toml").read_text()
+    assert "n = [200]" in text
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.replace("n = [200]", "n = [8]"))
+    exp = ex.load(path)
+    assert exp.has_x and exp.claims and exp.assumptions["memory"] == "first-run"
+    r = run("reproduce", path, "--replications", "2", "--out", tmp_path / "o", "--jobs", "2")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    head = lines.index("koita-64 · mean response time (ms)")
+    assert lines[head + 1].split()[-len(exp.variants) :] == [v.label for v in exp.variants]
+    rows = lines[head + 2 : head + 2 + len(exp.workloads)]
+    assert [float(line.split()[0]) for line in rows] == sorted(w.x for w in exp.workloads)
+    assert all(line.count("±") == len(exp.variants) for line in rows)
+    verdicts = pd.read_csv(tmp_path / "o" / "claims.csv")
+    assert len(verdicts) == len(exp.claims)
+    assert set(verdicts.verdict) <= {claims.HOLDS, claims.FAILS, claims.UNDECIDED}
+    assert (tmp_path / "o" / "figures" / f"{name}-koita-64.png").is_file()
