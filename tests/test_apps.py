@@ -24,9 +24,10 @@ def test_list_apps_has_every_profile_with_its_numbers(run):
     lines = r.out.splitlines()
     assert lines[0].split() == ["app", "model", "phases/items", "work_ms", "footprint_mb",
                                 "shared", "mem", "spread"]  # fmt: skip
-    rows = {line.split()[0]: line for line in lines[1:12]}
+    rows = {line.split()[0]: line for line in lines[1:1 + len(apps.registry())]}
     assert list(rows) == [a["name"] for a in apps.registry()]
     assert rows["dedup"].split()[1:5] == ["pipeline", "1-P-P-P-1", "200", "items"]
+    assert rows["koita"].split()[1:4] == ["phases", "4", "phases"]
     assert rows["canneal"].split()[1:8] == ["fork-join", "22", "phases", "3665", "821.6", "0.6",
                                             "0.6"]  # fmt: skip
     assert "parsec-mix" in r.out  # the shipped mixes are named
@@ -82,7 +83,8 @@ def test_shipped_mixes_resolve_by_name():
          "app.0.threads: should be greater than or equal to 1 (got 0)"),
         ('[[app]]\nname = "canneal"\nthreads = 4\n[[app]]\nname = "cannel"\nthreads = 4\n',
          "app.1.name: unknown application 'cannel'; choose one of blackscholes, bodytrack, "
-         "canneal, dedup, ferret, fluidanimate, freqmine, streamcluster, swaptions, vips, x264"),
+         "canneal, dedup, ferret, fluidanimate, freqmine, koita, streamcluster, swaptions, vips, "
+         "x264"),
         ('[[app]]\nname = "canneal"\nthreads = 4\ncolour = "red"\n',
          "unknown key 'app.0.colour'; allowed: name, threads, count"),
         ('arrival = "soon"\n[[app]]\nname = "canneal"\nthreads = 4\n',

@@ -10,6 +10,8 @@
 //!   pipeline, S stages, I items:  item i at stage s on thread i mod n_s of stage s:
 //!                          wait (token (s−1, i), 1) · work · signal token (s, i)
 //!   independent:           one segment per thread, no synchronisation
+//!   phases, P phases:      phase p forks k_p new threads (k_p uniform on 1 ..= 2T − 1, mean T),
+//!                          each: wait (join p−1, k_{p−1}) · work · signal join p
 //! ```
 //!
 //! 1. The work of a phase (fork-join: `work_ms / P`; independent: `work_ms`) is split evenly
@@ -19,7 +21,11 @@
 //!    a parallel stage has T threads, a serial stage one. Items are dealt to a stage's threads
 //!    round robin (item i to thread i mod n): a documented simplification of the shared queues,
 //!    which keeps each thread's demand known in advance.
-//! 3. A thread that reaches a segment whose wait is not yet satisfied leaves the runqueue until
+//! 3. Phases (Koita et al.'s parallel processes, issue 15): a phase's work `work_ms / P` is split
+//!    evenly over its k_p threads, each thread's share drawn exponential with that mean (`spread`
+//!    must be 1, the exponential's coefficient of variation); the threads of phase p are new
+//!    threads, created blocked on the join of phase p − 1 and placed when it is reached.
+//! 4. A thread that reaches a segment whose wait is not yet satisfied leaves the runqueue until
 //!    the last signal arrives (the engine's sync points); the last phase of a fork-join has no
 //!    barrier after it: the application ends when its last thread does.
 //!
@@ -29,7 +35,7 @@
 use std::sync::OnceLock;
 
 use rand::Rng;
-use rand_distr::{Distribution, StandardNormal};
+use rand_distr::{Distribution, Exp, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
@@ -47,6 +53,8 @@ pub enum Model {
     Pipeline,
     /// Threads that never synchronise.
     Independent,
+    /// A process that forks a random number of new threads per phase and joins them.
+    Phases,
 }
 
 /// One stage of a pipeline.
@@ -196,9 +204,13 @@ impl Profile {
             return Err("shared and mem must be in [0, 1]".into());
         }
         match self.model {
-            Model::ForkJoin if self.phases.unwrap_or(0) == 0 => {
-                Err("a fork-join profile needs phases ≥ 1".into())
+            Model::ForkJoin | Model::Phases if self.phases.unwrap_or(0) == 0 => {
+                Err("a fork-join or phases profile needs phases ≥ 1".into())
             }
+            Model::Phases if self.spread != 1.0 => Err(format!(
+                "a phases profile draws exponential thread work: spread must be 1, not {}",
+                self.spread
+            )),
             Model::Pipeline => {
                 let sum: f64 = self.stages.iter().map(|s| s.share).sum();
                 if self.items.unwrap_or(0) == 0 || self.stages.is_empty() {
@@ -215,9 +227,11 @@ impl Profile {
         }
     }
 
-    /// Number of threads of an instance with `t` threads per parallel part.
+    /// Number of threads of an instance with `t` threads per parallel part (phases: the most
+    /// it can have).
     pub fn thread_count(&self, t: u32) -> u32 {
         match self.model {
+            Model::Phases => self.phases.unwrap_or(1).max(1) * (2 * t.max(1) - 1),
             Model::Pipeline => self
                 .stages
                 .iter()
@@ -258,6 +272,31 @@ impl Profile {
                             signal: (p + 1 < phases).then_some(p),
                         });
                     }
+                }
+                Plan {
+                    threads,
+                    points: phases - 1,
+                }
+            }
+            Model::Phases => {
+                let phases = self.phases.unwrap_or(1).max(1);
+                let mut threads = Vec::new();
+                let mut previous = 0;
+                for p in 0..phases {
+                    let k = rng.random_range(1..=2 * t.max(1) - 1);
+                    let mean = work_ns / f64::from(phases) / f64::from(k);
+                    let exp = Exp::new(1.0 / mean).expect("positive mean");
+                    for _ in 0..k {
+                        threads.push(vec![Segment {
+                            wait: (p > 0).then(|| Wait {
+                                point: p - 1,
+                                count: previous,
+                            }),
+                            work_ns: (exp.sample(rng).round() as u64).max(1),
+                            signal: (p + 1 < phases).then_some(p),
+                        }]);
+                    }
+                    previous = k;
                 }
                 Plan {
                     threads,

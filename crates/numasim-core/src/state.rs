@@ -130,6 +130,8 @@ pub(crate) struct ProcState {
     pub(crate) segment: u32,
     /// When its current segment could start (traced runs record it).
     pub(crate) segment_start_ns: u64,
+    /// Taken off its CPU by a policy's `holds` (its next placement is a migration).
+    pub(crate) preempted: bool,
     /// Node it is counted on in its group's live counts (multithreaded groups only).
     pub(crate) live_node: Option<u32>,
     pub(crate) blocked_since: u64,
@@ -151,6 +153,10 @@ pub(crate) struct GroupState {
     live_on_node: Vec<u32>,
     live: u32,
     pub(crate) memory: GroupMemory,
+    /// Threads completed.
+    pub(crate) done: usize,
+    /// Threads released from a sync point whose wake-up event is pending.
+    pub(crate) waking: u32,
     /// Index of its application in the workload (structured groups only).
     pub(crate) app: Option<usize>,
     /// Its application's sync points.

@@ -19,6 +19,7 @@
 //! Threads: with `threads=T`, every T consecutive pids form one application (tgid = first pid);
 //! they arrive at the application's arrival time plus, with `fork=over:MS`, a uniform offset.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use rand::{Rng, SeedableRng};
@@ -94,6 +95,24 @@ pub struct App {
     pub plans: Vec<Vec<Segment>>,
 }
 
+impl App {
+    /// The most threads that can be runnable at once by its structure: the largest set of
+    /// threads whose first segment waits for the same point (or for none).
+    pub fn parallelism(&self) -> usize {
+        let mut firsts: Vec<Option<u32>> = self
+            .plans
+            .iter()
+            .map(|plan| plan.first().and_then(|s| s.wait.map(|w| w.point)))
+            .collect();
+        firsts.sort_unstable();
+        firsts
+            .chunk_by(|a, b| a == b)
+            .map(<[_]>::len)
+            .max()
+            .unwrap_or(1)
+    }
+}
+
 /// Arrival pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arrival {
@@ -137,6 +156,9 @@ pub struct WorkloadSpec {
     /// Application profiles with their thread counts (`app=canneal:16+x264`, a missing count
     /// is `threads`): each of the `n` rounds starts them in turn.
     pub apps: Vec<(String, Option<u32>)>,
+    /// Load level (app workloads): offered work / machine capacity, from which Poisson
+    /// creation times are drawn (`load=0.75`).
+    pub load: Option<f64>,
 }
 
 /// Window of the `random` arrival alias: uniform over the first second (documented choice).
@@ -159,6 +181,7 @@ impl Default for WorkloadSpec {
             threads: 1,
             fork_spread_ns: 0,
             apps: Vec::new(),
+            load: None,
         }
     }
 }
@@ -321,6 +344,13 @@ impl WorkloadSpec {
                 "threads" => {
                     spec.threads = v.parse().ok().filter(|&t| t >= 1).ok_or_else(|| bad(format!("'{v}' is not a thread count ≥ 1")))?;
                 }
+                "load" => {
+                    let x = number(origin, key, v)?;
+                    if !(x > 0.0 && x.is_finite()) {
+                        return Err(bad(format!("load level {v} must be positive")));
+                    }
+                    spec.load = Some(x);
+                }
                 "fork" => {
                     spec.fork_spread_ns = match v.split_once(':') {
                         None if v == "at-once" => 0,
@@ -346,7 +376,7 @@ impl WorkloadSpec {
                 _ => {
                     return Err(InputError::new(
                         origin,
-                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork, app"),
+                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load"),
                     ))
                 }
             }
@@ -354,20 +384,35 @@ impl WorkloadSpec {
         if !spec.apps.is_empty() {
             // An application's profile sets its kind, demand and memory: keys that would also set
             // them are refused rather than ignored.
-            if let Some(k) = seen
-                .iter()
-                .find(|k| !matches!(**k, "app" | "n" | "threads" | "arrival" | "spawn" | "fork"))
-            {
+            if let Some(k) = seen.iter().find(|k| {
+                !matches!(
+                    **k,
+                    "app" | "n" | "threads" | "arrival" | "load" | "spawn" | "fork"
+                )
+            }) {
                 return Err(InputError::new(
                     origin,
-                    format!("'{k}' does not apply to app workloads (the profile sets it); keys are app, n, threads, arrival, spawn, fork"),
+                    format!("'{k}' does not apply to app workloads (the profile sets it); keys are app, n, threads, arrival, load, spawn, fork"),
                 )
                 .at(format!("key {k}")));
+            }
+            if spec.load.is_some() && seen.contains(&"arrival") {
+                return Err(InputError::new(
+                    origin,
+                    "load and arrival both set the creation times; give one",
+                )
+                .at("key load"));
             }
             if !have_n {
                 spec.n = 1;
                 have_n = true;
             }
+        } else if spec.load.is_some() {
+            return Err(InputError::new(
+                origin,
+                "load applies only to app workloads (app=...); give arrival for processes",
+            )
+            .at("key load"));
         }
         if !have_n {
             return Err(InputError::new(origin, "no process count: give n=N"));
@@ -527,13 +572,24 @@ impl WorkloadSpec {
             cpus,
             crate::budget::available_bytes(),
         )?;
+        let mut spec = Cow::Borrowed(self);
+        if let Some(load) = self.load {
+            // Offered work per unit time = load × capacity (one unit of work per CPU per unit
+            // of time): applications arrive as a Poisson process at load · cpus / E[work].
+            let mean_work_s =
+                profiles.iter().map(|(p, _)| p.work_ms).sum::<f64>() / profiles.len() as f64 / 1e3;
+            spec.to_mut().arrival = Arrival::Poisson {
+                rate_per_s: load * cpus as f64 / mean_work_s,
+            };
+        }
+        let spec = spec.as_ref();
         let mut rng = Pcg64::seed_from_u64(seed);
         let mut processes = Vec::new();
         let mut apps_out = Vec::new();
         let mut poisson_t = 0.0f64;
         for index in 0..self.n * profiles.len() {
             let (profile, threads) = profiles[index % profiles.len()];
-            let arrival = self.draw_arrival(&mut rng, index, &mut poisson_t);
+            let arrival = spec.draw_arrival(&mut rng, index, &mut poisson_t);
             let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)? as u32;
             let plan = profile.plan(threads, &mut rng);
             let tgid = processes.len() as u32;

@@ -256,3 +256,56 @@ fn same_seed_same_result_in_parallel() {
         );
     }
 }
+
+/// Workloads of Koita et al.'s parallel processes, or of any profiles, for space sharing.
+fn space_workload() -> impl Strategy<Value = String> {
+    let names: Vec<&'static str> = numasim_core::apps::profiles()
+        .iter()
+        .map(|p| p.name.as_str())
+        // canneal's 1 024 barriers would make a case slow.
+        .filter(|&n| n != "canneal")
+        .collect();
+    prop_oneof![
+        (1u32..6, 1usize..12, 0.2f64..2.0)
+            .prop_map(|(t, n, load)| format!("app=koita:{t},n={n},load={load:.2}")),
+        (proptest::sample::select(names), 1u32..4, 0u32..50)
+            .prop_map(|(a, t, window)| format!("app={a}:{t},n=2,arrival=uniform:{window}")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Space sharing: every process ends; no processor is held by two processes (a processor is
+    /// only taken from its owner by the schemes that preempt); every thread runs only on a
+    /// processor its process holds; at the end every processor is free again.
+    #[test]
+    fn space_sharing_keeps_processors_exclusive(m in machine(), spec in space_workload(), pi in 0usize..13, seed in 0u64..1000) {
+        let name = numasim_core::policy::space::NAMES[pi];
+        let d = Builder::Flat.build(&m, &BuildOptions::default());
+        let config = EngineConfig { record_trace: true, ..EngineConfig::default() };
+        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
+        let ctx = numasim_core::interface::PolicyContext { machine: &m, domains: &d, config: &config };
+        let mut p = numasim_core::policy::space::by_name(name, &ctx);
+        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
+        sound(&r)?;
+        let log = &p.alloc.log;
+        let preempts = matches!(name, "equi" | "dyn");
+        let mut owner: Vec<Option<usize>> = vec![None; m.cpus()];
+        for &(t, cpu, to) in log {
+            if let (Some(from), Some(_)) = (owner[cpu], to) {
+                prop_assert!(preempts, "{name}: cpu {cpu} given to {to:?} at {t} while {from} held it");
+            }
+            owner[cpu] = to;
+        }
+        prop_assert!(owner.iter().all(Option::is_none), "{name}: processors still held at the end: {owner:?}");
+        for s in r.trace.iter().filter(|s| s.end_ns > s.start_ns) {
+            let tgid = w.processes[s.pid].tgid as usize;
+            // The owner at the slice's start: the last change at or before it.
+            let at_start = log.iter().rfind(|e| e.1 == s.cpu && e.0 <= s.start_ns).and_then(|e| e.2);
+            prop_assert_eq!(at_start, Some(tgid), "{}: pid {} ran on cpu {} from {} without holding it", name, s.pid, s.cpu, s.start_ns);
+            let changes = log.iter().filter(|e| e.1 == s.cpu && e.0 > s.start_ns && e.0 < s.end_ns).count();
+            prop_assert_eq!(changes, 0, "{}: cpu {} changed owner while pid {} ran", name, s.cpu, s.pid);
+        }
+    }
+}

@@ -29,7 +29,12 @@ fn every_policy_balances_periodically_over_every_builder() {
 }
 
 fn check_machine(machine: &str, m: &Machine, w: &Workload, failures: &mut Vec<String>) {
-    for policy in POLICIES.iter().map(|p| p.name) {
+    // Space-sharing policies allocate processors and never balance (space_sharing_never_balances).
+    let balancers = POLICIES
+        .iter()
+        .map(|p| p.name)
+        .filter(|n| !numasim_core::policy::space::NAMES.contains(n));
+    for policy in balancers {
         for builder in Builder::ALL {
             let d = builder.build(m, &BuildOptions::default());
             let r = numasim_core::run_policy(m, &d, w, policy, &EngineConfig::default())
@@ -61,5 +66,20 @@ fn check_machine(machine: &str, m: &Machine, w: &Workload, failures: &mut Vec<St
                 ));
             }
         }
+    }
+}
+
+#[test]
+fn space_sharing_never_balances() {
+    let m = testutils::preset("koita-64");
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let spec = WorkloadSpec::parse("w", "app=koita:4,n=20,load=0.75").unwrap();
+    let w = spec.generate("w", 1, m.node_cpu_lists()).unwrap();
+    for policy in numasim_core::policy::space::NAMES {
+        let r = numasim_core::run_policy(&m, &d, &w, policy, &EngineConfig::default()).unwrap();
+        let b = &r.summary.balance;
+        let tried: u64 = b.periodic.iter().chain(&b.newidle).sum();
+        assert_eq!(tried, 0, "{policy} balanced");
+        assert_eq!(r.apps.len(), 20, "{policy}");
     }
 }

@@ -375,8 +375,15 @@ impl<'a> State<'a> {
             }
         } else {
             let prev = self.procs[pid].cpu;
+            // A process a policy took off its processor (`holds`) is given one again: a
+            // processor allocation, counted as a placement (with the refill of a migration).
+            let kind = if std::mem::take(&mut self.procs[pid].preempted) {
+                MigrationKind::Placement
+            } else {
+                MigrationKind::Wakeup
+            };
             if cpu != prev {
-                self.record_migration(pid, prev, cpu, MigrationKind::Wakeup);
+                self.record_migration(pid, prev, cpu, kind);
             }
         }
         self.enqueue(pid, cpu);
@@ -428,6 +435,35 @@ impl<'a> State<'a> {
             if slot == 1 || (slot == 0 && self.cpus[c].current.is_none()) {
                 self.stats.idle_attempts[c] += 1;
             }
+        }
+        for &pid in &attempt.holds {
+            let Some(p) = self.procs.get(pid) else {
+                self.stats.rejected += 1;
+                continue;
+            };
+            let from = p.cpu;
+            let running =
+                matches!(p.state, PState::Running) && self.cpus[from].current == Some(pid);
+            let queued =
+                matches!(p.state, PState::Runnable) && self.cpus[from].queue.contains(&pid);
+            if running {
+                self.take_current(from);
+                self.vacated.push(from);
+            } else if queued {
+                self.touch_load(from);
+                let q = &mut self.cpus[from].queue;
+                let at = q.iter().position(|&x| x == pid).expect("checked");
+                q.remove(at);
+                self.trace_rq(from);
+            } else {
+                self.stats.rejected += 1;
+                continue;
+            }
+            self.leave_node(pid, from);
+            let p = &mut self.procs[pid];
+            p.state = PState::Held;
+            p.preempted = true;
+            self.held.insert(pid);
         }
         for &(pid, to) in &attempt.places {
             if to >= self.cpus.len() || !self.held.remove(&pid) {
@@ -570,6 +606,7 @@ impl<'a> State<'a> {
                 sync_wait_ns: 0,
                 segment: 0,
                 live_node: None,
+                preempted: false,
                 segment_start_ns: 0,
                 blocked_since: 0,
                 work_done: 0.0,
@@ -746,6 +783,12 @@ fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId
                     }
                 }
             }
+            if s.held.contains(&pid) {
+                if let Some(attempt) = policy.process_held(&s.view(), pid) {
+                    let received = s.apply(None, 0, 3, attempt);
+                    wake_receivers(s, policy, &received);
+                }
+            }
         }
     }
 }
@@ -799,6 +842,7 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
     }
     if let Some(point) = plan[seg].signal {
         for released in s.groups[tgid].sync.signal(point) {
+            s.groups[tgid].waking += 1;
             s.push(s.now, Event::SyncDone(released));
         }
     }
@@ -818,6 +862,8 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
 
 /// A thread released from a sync point wakes as from IO.
 fn sync_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
+    let tgid = s.workload.processes[pid].tgid as usize;
+    s.groups[tgid].waking -= 1;
     let p = &mut s.procs[pid];
     p.sync_wait_ns += s.now - p.blocked_since;
     wake(s, policy, pid);
@@ -860,6 +906,8 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.completion_ns = Some(s.now);
             p.remaining = 0.0;
             s.done += 1;
+            let tgid = s.workload.processes[pid].tgid as usize;
+            s.groups[tgid].done += 1;
         } else {
             p.state = PState::Blocked;
             p.blocked_since = s.now;
@@ -946,13 +994,23 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 }
 
 /// CPUs that received processes start running them if they were idle; CPUs whose running
-/// process was moved away run their next one (or idle, with the idle balancing interval).
+/// process was moved or held away run their next one, or are offered to the policy's
+/// `cpu_idle` (which may give them work, or move more), or idle with the idle balancing
+/// interval.
 fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
     for &cpu in received {
         become_busy(s, policy, cpu);
     }
     while let Some(cpu) = s.vacated.pop() {
         s.dispatch(policy, cpu);
+        if s.cpus[cpu].current.is_none() {
+            if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
+                let received = s.apply(Some(cpu), 0, 3, attempt);
+                for c in received {
+                    become_busy(s, policy, c);
+                }
+            }
+        }
         if s.cpus[cpu].current.is_none() {
             refresh_balance_timer(s, policy, cpu);
         }

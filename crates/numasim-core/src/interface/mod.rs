@@ -7,6 +7,7 @@
 //!          ── place_wakeup(view, pid, prev_cpu) ────────────► Some(cpu) | None = hold it
 //!          ── first_touch_node(view, pid, cpu) ─────────────► node       (page placement)
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
+//!          ── process_held(view, pid) ──────────────────────► Attempt    (after a None placement)
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
@@ -20,7 +21,8 @@
 //! thread group and page shares, per-group per-node thread counts and each process's CPU time so
 //! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
 //! sharing (§6.6) holds a process (placement `None`) until an attempt's `places` gives it a
-//! processor, typically from `cpu_idle`; user-space balancers (§6.7) get `global_balance`.
+//! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
+//! (`holds`); user-space balancers (§6.7) get `global_balance`.
 
 mod view;
 
@@ -82,6 +84,9 @@ pub struct Attempt {
     pub moves: Vec<Move>,
     /// Page migrations.
     pub pages: Vec<PageMove>,
+    /// Processes taken off their CPU (running or queued) and held until a later `places` gives
+    /// them a processor (space sharing's processor preemption); applied before `places`.
+    pub holds: Vec<Pid>,
     /// Processor for held processes (see [`Policy::place_new`]).
     pub places: Vec<(Pid, CpuId)>,
     /// Ask the engine to run `active_balance(busiest, target=this cpu)` right after.
@@ -108,7 +113,16 @@ pub trait Policy: Send {
     }
 
     /// `cpu` has nothing to run: a chance to place held processes (before newly-idle balancing).
+    /// Called whenever a CPU is left with nothing to run: its process ended or blocked, a
+    /// decision moved or held it away, or a process was held while the CPU was idle.
     fn cpu_idle(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
+        None
+    }
+
+    /// `pid` was just held (its placement was `None`), after idle processors were offered it:
+    /// a chance to make room for it (take a processor from another process with `holds`, give
+    /// it with `places`). Its work is counted, not charged to a CPU.
+    fn process_held(&mut self, _view: &View<'_>, _pid: Pid) -> Option<Attempt> {
         None
     }
 

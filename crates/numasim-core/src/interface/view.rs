@@ -121,6 +121,35 @@ impl View<'_> {
         self.held.iter().copied()
     }
 
+    /// Held threads of group `tgid`, in pid order (a range of the held set: O(log n + k)).
+    pub fn held_in(&self, tgid: usize) -> impl Iterator<Item = Pid> + '_ {
+        let end = tgid + self.groups[tgid].threads.max(1);
+        self.held.range(tgid..end).copied()
+    }
+
+    /// Threads of group `tgid` released from a sync point at this instant whose wake-up is
+    /// still to come (the join's last thread ended and the next phase's threads are about to be
+    /// placed): a space-sharing scheduler counts them as runnable.
+    pub fn group_waking(&self, tgid: usize) -> u32 {
+        self.groups[tgid].waking
+    }
+
+    /// Whether every thread of group `tgid` has completed.
+    pub fn group_done(&self, tgid: usize) -> bool {
+        self.groups[tgid].done == self.groups[tgid].threads
+    }
+
+    /// The most threads of group `tgid` that can be runnable at once as its program declares
+    /// it (process control's "maximum parallelism"): the largest set of threads whose first
+    /// segment waits for the same sync point (or for none); the group's size for a group
+    /// without structure.
+    pub fn group_parallelism(&self, tgid: usize) -> usize {
+        match self.groups[tgid].app {
+            Some(app) => self.workload.apps[app].parallelism(),
+            None => self.groups[tgid].threads,
+        }
+    }
+
     /// MB placed so far for thread `pid` (its private part and its share of the shared part),
     /// and MB it shares with the other threads of its group; `(0, 0)` for a process without
     /// sizes (crate::memory).

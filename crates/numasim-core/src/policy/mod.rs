@@ -8,6 +8,7 @@ pub mod capability_aware;
 pub mod linux26;
 pub mod memory_aware;
 pub mod origin_aware;
+pub mod space;
 pub mod thread_aware;
 
 pub use crate::interface::{
@@ -26,7 +27,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 5] = [
+pub const POLICIES: [PolicyInfo; 18] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -67,6 +68,84 @@ pub const POLICIES: [PolicyInfo; 5] = [
                     balancing on NUMA systems (COMPSAC 2018; SPE 49(2), 2019)",
         default_domains: "two-level",
     },
+    PolicyInfo {
+        name: "fr-dist",
+        description: "space sharing, release: idle processors free at once; pages where the faulting processor is",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "fh-dist",
+        description: "space sharing, hold: idle processors kept until the process ends; pages where the faulting processor is",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "fp-dist",
+        description: "space sharing, partial hold: idle processors kept in the home cluster only; pages where the faulting processor is",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "hb-dist",
+        description: "space sharing, basic home: home-cluster processors first, others' home clusters excluded; pages where the faulting processor is",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "hs-dist",
+        description: "space sharing, slide: basic home, and a thread outside the home cluster moves onto a home processor that goes idle; pages where the faulting processor is",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "fr-con",
+        description: "space sharing, release: idle processors free at once; pages in the home cluster",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "fh-con",
+        description: "space sharing, hold: idle processors kept until the process ends; pages in the home cluster",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "fp-con",
+        description: "space sharing, partial hold: idle processors kept in the home cluster only; pages in the home cluster",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "hb-con",
+        description: "space sharing, basic home: home-cluster processors first, others' home clusters excluded; pages in the home cluster",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "hs-con",
+        description: "space sharing, slide: basic home, and a thread outside the home cluster moves onto a home processor that goes idle; pages in the home cluster",
+        reference: "Koita, Katayama, Saisho & Fukuda, Memory Conscious Scheduling for Cluster-based NUMA Multiprocessors, J. Supercomputing 16(3), 2000",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "equi",
+        description: "space sharing, equipartition: equal shares capped by each process's parallelism, reallocated at creation and end; Dist pages",
+        reference: "Gupta, Tucker & Urushibara, SIGMETRICS 1991 (as compared by Koita et al. 2000)",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "dyn",
+        description: "space sharing, dynamic: processors move on demand (free, then idle ones, then from processes above an equal share); Dist pages",
+        reference: "McCann, Vaswani & Zahorjan, ACM TOCS 11(2), 1993 (as compared by Koita et al. 2000)",
+        default_domains: "flat",
+    },
+    PolicyInfo {
+        name: "lim",
+        description: "space sharing, cluster-limited: a process's processors from one cluster; Dist pages",
+        reference: "Ohishi, Saisho & Fukuda, IEICE Trans. J80-D-I(1), 1997 (as compared by Koita et al. 2000)",
+        default_domains: "flat",
+    },
 ];
 
 /// A policy setting: `name` or `name:key=value,key=value` (options of that policy).
@@ -90,6 +169,7 @@ enum Spec {
     MemoryAware,
     OriginAware(origin_aware::Options),
     CapabilityAware(capability_aware::PlaceScope),
+    Space(&'static str),
 }
 
 fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
@@ -121,6 +201,8 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
         "capability-aware" => {
             capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
         }
+        _ if space::NAMES.contains(&name) => no_options(name)
+            .map(|()| Spec::Space(space::NAMES.iter().find(|&&n| n == name).expect("listed"))),
         _ => {
             let names: Vec<_> = POLICIES.iter().map(|p| p.name).collect();
             Err(InputError::new(
@@ -154,5 +236,6 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         Spec::CapabilityAware(scope) => {
             Box::new(capability_aware::CapabilityAware::new(ctx, scope))
         }
+        Spec::Space(name) => Box::new(space::by_name(name, ctx)),
     })
 }
