@@ -24,7 +24,7 @@ def test_list_apps_has_every_profile_with_its_numbers(run):
     lines = r.out.splitlines()
     assert lines[0].split() == ["app", "model", "phases/items", "work_ms", "footprint_mb",
                                 "shared", "mem", "spread"]  # fmt: skip
-    rows = {line.split()[0]: line for line in lines[1:1 + len(apps.registry())]}
+    rows = {line.split()[0]: line for line in lines[1 : 1 + len(apps.registry())]}
     assert list(rows) == [a["name"] for a in apps.registry()]
     assert rows["dedup"].split()[1:5] == ["pipeline", "1-P-P-P-1", "200", "items"]
     assert rows["koita"].split()[1:4] == ["phases", "4", "phases"]

@@ -172,8 +172,15 @@ def test_a_claim_can_compare_another_metric(exp):
     runs["app_remote_share"] = [0.3 if p == A else 0.1 for p in runs.policy]
     r = claims.evaluate(c, runs, "koita-64", c.metric, 0.95)
     assert r.verdict == claims.HOLDS  # lower on the share, equal on the time
-    runs["app_remote_share"] = 0.0  # no relative difference to a share of 0
-    assert claims.evaluate(c, runs, "koita-64", c.metric, 0.95).verdict == claims.UNDECIDED
+    assert r.comparisons.diff_pct.iloc[0] == pytest.approx(-200 / 3)  # relative to b's mean
+    # b never accesses remote memory: the difference is absolute, and a is clearly higher.
+    runs["app_remote_share"] = [
+        0.0 if p == A else 0.1 + 0.01 * r
+        for p, r in zip(runs.policy, runs.replication, strict=True)
+    ]
+    r = claims.evaluate(c, runs, "koita-64", c.metric, 0.95)
+    assert r.verdict == claims.FAILS
+    assert r.comparisons.diff_pct.iloc[0] == pytest.approx(12.5)  # points: 0.125 × 100
 
 
 def test_one_replication_decides_nothing(exp):

@@ -7,7 +7,7 @@ replications (``[[claim]]`` in an experiment file with an x axis; docs/experimen
     ▼
 Claim: pairs (a, b) × the x values in its range = k comparisons
     │ evaluate, per machine: for each comparison the paired relative difference
-    │ d_r = (a_r − b_r) / b_r × 100 of its metric (default the experiment's), replication by
+    │ d_r, a's difference from b in % of its metric (default the experiment's), replication by
     │ replication (both ran the same workload instance), and its t interval at 1 − (1 − c) / k
     ▼
 ClaimResult: one status per comparison, one verdict per claim
@@ -28,8 +28,13 @@ The pairs are ``pairs = [[a, b], ...]``; or ``policies`` × ``versus`` (every po
 list against every one of the second); or ``among`` (every pair of the list; ``close`` and
 ``apart``, which are symmetric up to the base of the percentage). ``x_min`` and ``x_max``
 (inclusive) restrict the claim to part of the x axis; ``metric`` compares another metric than
-the experiment's (e.g. ``app_remote_share`` for a claim about remote accesses). A replication
-whose b is 0 has no relative difference: that comparison stays undecided.
+the experiment's (e.g. ``app_remote_share`` for a claim about remote accesses).
+
+The difference ``d_r`` follows the gains of stats.py: for a time, relative to b in the same
+replication, ``(a_r − b_r) / b_r × 100``; for a share, count or factor (which may be 0),
+relative to b's mean, ``(a_r − b_r) / mean(b) × 100``; and when b is 0 in every replication
+(a policy that never accesses remote memory), absolute, ``(a_r − b_r) × 100`` — for a share,
+percentage points, and a tolerance is then read in points.
 
 Verdict, over the claim's k comparisons, each interval at confidence 1 − (1 − c) / k for the
 experiment's confidence c (Bonferroni: the chance that any of the k intervals misses is at most
@@ -256,6 +261,17 @@ COMPARISON_COLUMNS = ["machine", "claim", "kind", "x", "workload", "a", "b", "a_
                       "margin", "replications", "test_confidence"]  # fmt: skip
 
 
+def difference(a: Any, b: Any, metric: str) -> Any:
+    """Per replication, a's difference from b in % (the ``gain`` rules of stats.py, negated):
+    for times relative to b in the same replication; for other metrics (shares, counts, which
+    may be 0) relative to b's mean; when b is 0 in every replication, absolute (× 100: the
+    percentage points of a share)."""
+    if metric.endswith("_ms") and (b > 0).all():
+        return (a - b) / b * 100
+    base = b.mean()
+    return (a - b) / (base if base else 1.0) * 100
+
+
 def evaluate(claim: Claim, runs: pd.DataFrame, machine: str, metric: str,
              confidence: float) -> ClaimResult:  # fmt: skip
     """``claim`` on ``machine``: per comparison, the paired relative differences of
@@ -276,10 +292,10 @@ def evaluate(claim: Claim, runs: pd.DataFrame, machine: str, metric: str,
             sa, sb = by.get(a, pd.Series(dtype=float)), by.get(b, pd.Series(dtype=float))
             common = sa.index.intersection(sb.index)
             va, vb = sa.loc[common].to_numpy(float), sb.loc[common].to_numpy(float)
-            if len(common) == 0 or (vb == 0).any():  # no pair, or no relative difference
+            if len(common) == 0:
                 mean = half = math.nan
             else:
-                mean, _, half = stats.t_interval((va - vb) / vb * 100, test_conf)
+                mean, _, half = stats.t_interval(difference(va, vb, metric), test_conf)
             lo, hi = mean - half, mean + half
             state, margin = status(claim.kind, lo, hi, claim.tolerance_pct)
             rows.append([machine, claim.index, claim.kind, x, workload, a, b,

@@ -36,6 +36,8 @@ from numasim.experiment import METRIC_LABELS, Experiment
 #: The locality measure beside the metric: (column, label, scale to print).
 _SHARE = ("app_remote_share", "remote-access share (%)", 100.0)
 _FACTOR = ("mean_remote_factor", "mean remote-access factor", 1.0)
+#: The widest spread of the dodged points at one x, as a share of the x axis's span.
+_DODGE_TOTAL = 0.06
 FIGURE_CAPTION = ("numasim: each policy's mean (left) and its locality (right) against the x "
                   "axis, with intervals.")  # fmt: skip
 
@@ -200,9 +202,12 @@ def figure(exp: Experiment, c: Comparison, machine: str):
     panels, foot = fig.subfigures(2, 1, height_ratios=[5.6, report.CAPTION_IN])
     ax1, ax2 = panels.subplots(1, 2)
     _, loc_label, scale = c.locality
+    # Points of the policies at one x drawn apart, all of them within ±3 % of the axis's span
+    # (inside its 5 % margin), however many policies there are.
+    step = min(report._DODGE, _DODGE_TOTAL / max(1, k - 1)) * span
     for i, v in enumerate(exp.variants):
         d = t[t.policy == v.label].sort_values("x")
-        x = d.x + report._DODGE * span * (i - (k - 1) / 2)
+        x = d.x + step * (i - (k - 1) / 2)
         style = {**report._style(i), "ls": report._LINES[(i // 10) % len(report._LINES)]}
         ax1.errorbar(x, d["mean"], yerr=d.half_width.fillna(0), label=v.label, **style)
         ax2.errorbar(x, d.locality_mean * scale, yerr=(d.locality_half_width * scale).fillna(0),
