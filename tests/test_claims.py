@@ -354,6 +354,14 @@ def test_the_page_states_each_claim_with_its_verdict(reported):
     assert "http" not in text.replace("http-equiv", "")
 
 
+def test_one_replication_prints_dashes_with_their_footnote(run, tmp_path):
+    r = run("reproduce", tiny_x(tmp_path, reps=1), "--out", tmp_path / "o", "--jobs", "1")
+    assert r.code == 0, r.err
+    assert "± —" in r.out and "fewer than 2 replications, no interval" in r.out
+    assert "nan" not in r.out
+    assert r.out.count(f"→ {claims.UNDECIDED}") == 2  # no interval decides nothing
+
+
 # --- the shipped reproductions, small ------------------------------------------------------
 
 HOME_CLUSTER = ["home-cluster-load", "home-cluster-threads", "home-cluster-dynamic"]

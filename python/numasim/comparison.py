@@ -82,16 +82,17 @@ def _order(exp: Experiment) -> list[Any]:
 
 
 def _grid(exp: Experiment, c: Comparison, machine: str, mean: str, half: str,
-          scale: float, digits: int) -> list[str]:  # fmt: skip
-    """Rows = x values, columns = the variants: ``mean ± half``."""
+          scale: float, digits: int, notes: set[str]) -> list[str]:  # fmt: skip
+    """Rows = x values, columns = the variants: ``mean ± half`` (``notes`` collects why a
+    value is a dash)."""
     t = c.table[c.table.machine == machine]
     rows = [[exp.x_label, *(v.label for v in exp.variants)]]
-    notes: set[str] = set()
     for w in _order(exp):
         d = t[t.workload == w.name].set_index("policy")
         row = [f"{w.x:g}"]
         for v in exp.variants:
             if v.label not in d.index:
+                notes.add("runs")
                 row.append(report.DASH)
                 continue
             r = d.loc[v.label]
@@ -135,13 +136,15 @@ def text(exp: Experiment, c: Comparison) -> str:
                            "policy runs the same workloads)", 100)  # fmt: skip
     unit = stats.unit(exp.metric)
     digits = 1 if unit in ("ms", "%") else 3
+    notes: set[str] = set()
     for machine in exp.machines:
         lines += ["", f"{machine} · {label}"]
-        lines += _grid(exp, c, machine, "mean", "half_width", 1.0, digits)
+        lines += _grid(exp, c, machine, "mean", "half_width", 1.0, digits, notes)
         lines += ["", f"{machine} · {c.locality[1]}"]
         ldigits = 1 if c.locality[2] == 100 else 3
         lines += _grid(exp, c, machine, "locality_mean", "locality_half_width", c.locality[2],
-                       ldigits)  # fmt: skip
+                       ldigits, notes)  # fmt: skip
+    lines += [f"  {report._FOOTNOTES[k]}" for k in report._FOOTNOTES if k in notes]
     spec = "; ".join(f"{w.x:g}: {w.spec}" for w in _order(exp))
     lines += ["", *textwrap.wrap(f"workloads ({exp.x_label}: spec): {spec}", 100)]
     claim_lines = claims_text(exp, c.claims, c.confidence)
