@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from numasim import claims
+from numasim import claims, comparison
 from numasim import experiment as ex
 
 A, B, C = "linux26@two-level", "linux26@flat", "thread-aware@two-level"
@@ -214,6 +214,10 @@ CLAIM0 = 'kind = "smallest"\npolicy = "linux26@flat"'
         (('x_label = "arrival rate"\n', ""),
          'workload.0.x: give x_label too (what the x values are, e.g. "load level")'),
         (("n = [4]", "n = [4, 8]"), "sweep.n: an experiment with an x axis runs one n, not 2"),
+        (('x_label = "arrival rate"', 'x_label = "arrival rate"\nx_scale = "cubic"'),
+         "x_scale: must be one of linear, log"),
+        (('x_label = "arrival rate"', 'x_scale = "log"'),
+         "x_scale: there is no x axis (give x_label and an x to every workload)"),
         (('kind = "smallest"', 'kind = "fastest"'),
          "claim.0.kind: must be one of less, smallest, close, apart"),
         (('policy = "linux26@flat"', 'policy = "linux26@flatter"'),
@@ -270,6 +274,16 @@ def test_bad_axes_and_claims_exit_2_with_one_line(run, tmp_path, change, expecte
     r = run("reproduce", path, "--out", tmp_path / "o")
     assert (r.code, r.out) == (2, "")
     assert r.err == f"numasim: error: {path}: {expected.rstrip()}\n"
+
+
+def test_a_log_axis_needs_positive_x(run, tmp_path):
+    text = TINY_X.replace("x = 20", "x = 0").replace(
+        'x_label = "arrival rate"', 'x_label = "arrival rate"\nx_scale = "log"'
+    )
+    path = tiny_x(tmp_path, text=text)
+    r = run("reproduce", path, "--out", tmp_path / "o")
+    assert (r.code, r.err) == (2, f"numasim: error: {path}: workload.0.x: 0 has no place on a "
+                                  'log axis (x_scale = "log")\n')  # fmt: skip
 
 
 def test_claims_need_an_x_axis(run, tmp_path):
@@ -389,3 +403,11 @@ def test_each_home_cluster_reproduction_runs_small(run, tmp_path, name):
     assert len(verdicts) == len(exp.claims)
     assert set(verdicts.verdict) <= {claims.HOLDS, claims.FAILS, claims.UNDECIDED}
     assert (tmp_path / "o" / "figures" / f"{name}-koita-64.png").is_file()
+    if exp.x_scale == "log":  # threads 1 … 16 double: drawn on a log axis
+        fig = comparison.figure(exp, comparison.compute(exp, pd.read_csv(tmp_path / "o" /
+                                                                         "runs.csv"), 0.95),
+                                "koita-64")  # fmt: skip
+        assert fig.axes[0].get_xscale() == "log"
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from numasim import claims, report, stats
@@ -199,7 +200,10 @@ def figure(exp: Experiment, c: Comparison, machine: str):
 
     t = c.table[c.table.machine == machine]
     xs = sorted(w.x for w in exp.workloads)
-    span = (xs[-1] - xs[0]) or 1.0
+    # Offsets and margins are taken where the axis is drawn: on a log axis, in log2 x.
+    log = exp.x_scale == "log"
+    to, back = (np.log2, np.exp2) if log else (lambda v: v, lambda v: v)
+    span = (to(xs[-1]) - to(xs[0])) or 1.0
     k = len(exp.variants)
     fig = plt.figure(figsize=(12, 5.6 + report.CAPTION_IN), layout="constrained")
     panels, foot = fig.subfigures(2, 1, height_ratios=[5.6, report.CAPTION_IN])
@@ -210,15 +214,18 @@ def figure(exp: Experiment, c: Comparison, machine: str):
     step = min(report._DODGE, _DODGE_TOTAL / max(1, k - 1)) * span
     for i, v in enumerate(exp.variants):
         d = t[t.policy == v.label].sort_values("x")
-        x = d.x + step * (i - (k - 1) / 2)
+        x = back(to(d.x) + step * (i - (k - 1) / 2))
         style = {**report._style(i), "ls": report._LINES[(i // 10) % len(report._LINES)]}
         ax1.errorbar(x, d["mean"], yerr=d.half_width.fillna(0), label=v.label, **style)
         ax2.errorbar(x, d.locality_mean * scale, yerr=(d.locality_half_width * scale).fillna(0),
                      **style)  # fmt: skip
     pad = 0.05 * span
     for ax in (ax1, ax2):
+        if log:
+            ax.set_xscale("log", base=2)
+            ax.minorticks_off()
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
-        ax.set_xlim(xs[0] - pad, xs[-1] + pad)
+        ax.set_xlim(back(to(xs[0]) - pad), back(to(xs[-1]) + pad))
         ax.set_xlabel(exp.x_label)
         ax.grid(alpha=0.3)
     label = METRIC_LABELS[exp.metric]

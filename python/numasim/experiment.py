@@ -128,6 +128,8 @@ class Experiment:
     reference: Reference | None = None
     #: What the workloads' ``x`` values are (an x axis: docs/experiments.md), or "".
     x_label: str = ""
+    #: How the figures draw the x axis: "linear", or "log" for x values that double.
+    x_scale: str = "linear"
     #: The paper's claims checked against the results (``[[claim]]``, claims.py).
     claims: list[Any] = field(default_factory=list)
 
@@ -307,6 +309,8 @@ class ExperimentFile(_Strict):
     reference: _Reference | None = None
     #: What the workloads' ``x`` values are, e.g. "load level": the axis of the comparison.
     x_label: str = ""
+    #: How the figures draw the x axis (log: for x values that double, e.g. threads 1 … 16).
+    x_scale: Literal["linear", "log"] = "linear"
     #: The paper's claims, each checked against the results (claims.py).
     claim: list[_ClaimEntry] = []
 
@@ -328,7 +332,8 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
     # A value outside a fixed list: the list of the key it was given for.
     first = e.errors()[0]
     key = next((k for k in reversed(first["loc"]) if isinstance(k, str)), "")
-    choices = {"profile": ("linux", "paper"), "kind": CLAIM_KINDS}.get(key, METRIC_LABELS)
+    choices = {"profile": ("linux", "paper"), "kind": CLAIM_KINDS,
+               "x_scale": ("linear", "log")}.get(key, METRIC_LABELS)  # fmt: skip
     messages = {"literal_error": f"must be one of {', '.join(choices)}"}
     if first["type"] == "too_short" and not first.get("input"):
         messages["too_short"] = "is empty"
@@ -371,6 +376,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         profile=f.profile,
         set_assumptions={k: (e.value, e.source) for k, e in f.assumptions.items()},
         x_label=f.x_label,
+        x_scale=f.x_scale,
     )
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
@@ -420,6 +426,9 @@ def _x_axis(origin: str, f: ExperimentFile) -> None:
     """An x axis (``x_label`` and an ``x`` on every workload, each x once, one n) or none."""
     xs = [w.x for w in f.workload]
     if not f.x_label:
+        if "x_scale" in f.model_fields_set:
+            raise InputError(f"{origin}: x_scale: there is no x axis (give x_label and an x "
+                             "to every workload)")  # fmt: skip
         if any(x is not None for x in xs):
             i = next(i for i, x in enumerate(xs) if x is not None)
             raise InputError(f"{origin}: workload.{i}.x: give x_label too (what the x values "
@@ -434,6 +443,10 @@ def _x_axis(origin: str, f: ExperimentFile) -> None:
     if len(f.sweep.n) != 1:
         raise InputError(f"{origin}: sweep.n: an experiment with an x axis runs one n, not "
                          f"{len(f.sweep.n)}")  # fmt: skip
+    if f.x_scale == "log" and min(xs) <= 0:
+        i = next(i for i, x in enumerate(xs) if x <= 0)
+        raise InputError(f"{origin}: workload.{i}.x: {xs[i]:g} has no place on a log axis "
+                         "(x_scale = \"log\")")  # fmt: skip
 
 
 @dataclass(frozen=True)
