@@ -35,25 +35,24 @@ pub struct HomeCluster {
     pub pages: Pages,
 }
 
-/// The ten names, in the paper's Table 1 order.
-pub const NAMES: [&str; 10] = [
-    "fr-dist", "fh-dist", "fp-dist", "hb-dist", "hs-dist", "fr-con", "fh-con", "fp-con", "hb-con",
-    "hs-con",
+/// The five schemes in the order of the names ([`super::NAMES`]: the Dist five, then Con).
+const SCHEMES: [Koita; 5] = [
+    Koita::Release,
+    Koita::Hold,
+    Koita::PartialHold,
+    Koita::BasicHome,
+    Koita::Slide,
 ];
 
 impl HomeCluster {
-    /// The policy called `name` (one of [`NAMES`]).
+    /// The policy called `name` (one of the first ten [`super::NAMES`]).
     pub fn by_name(name: &str) -> Option<Self> {
-        let at = NAMES.iter().position(|&n| n == name)?;
-        let scheme = [
-            Koita::Release,
-            Koita::Hold,
-            Koita::PartialHold,
-            Koita::BasicHome,
-            Koita::Slide,
-        ][at % 5];
+        let at = super::NAMES[..10].iter().position(|&n| n == name)?;
         let pages = if at < 5 { Pages::Dist } else { Pages::Con };
-        Some(Self { scheme, pages })
+        Some(Self {
+            scheme: SCHEMES[at % 5],
+            pages,
+        })
     }
 
     fn home_scheme(&self) -> bool {
@@ -63,17 +62,8 @@ impl HomeCluster {
 
 impl Scheme for HomeCluster {
     fn name(&self) -> &'static str {
-        let at = [
-            Koita::Release,
-            Koita::Hold,
-            Koita::PartialHold,
-            Koita::BasicHome,
-            Koita::Slide,
-        ]
-        .iter()
-        .position(|&s| s == self.scheme)
-        .expect("a scheme");
-        NAMES[at + if self.pages == Pages::Dist { 0 } else { 5 }]
+        let at = SCHEMES.iter().position(|&s| s == self.scheme).expect("a scheme");
+        super::NAMES[at + if self.pages == Pages::Dist { 0 } else { 5 }]
     }
 
     fn pages(&self) -> Pages {

@@ -234,6 +234,11 @@ impl Alloc {
 pub struct SpaceSharing {
     pub alloc: Alloc,
     scheme: Box<dyn Scheme>,
+    /// Something serving could act on changed since the last serve (a request, a processor
+    /// freed or idle, a process ended). Serving again with nothing changed does nothing (each
+    /// serve grants until every waiting process is refused, and a grant only takes processors
+    /// away), so the engine's offers of every idle CPU after a hold cost one serve, not 64.
+    dirty: bool,
 }
 
 impl SpaceSharing {
@@ -241,6 +246,7 @@ impl SpaceSharing {
         Self {
             alloc: Alloc::new(ctx),
             scheme,
+            dirty: false,
         }
     }
 
@@ -308,6 +314,7 @@ impl SpaceSharing {
     }
 
     fn request(&mut self, tgid: usize) {
+        self.dirty = true;
         if !self.alloc.requests.contains(&tgid) {
             self.alloc.requests.push(tgid);
         }
@@ -316,6 +323,9 @@ impl SpaceSharing {
     /// Serves waiting processes: each gets processors for its held threads while its scheme
     /// grants them.
     fn serve(&mut self, v: &View<'_>, out: &mut Attempt) {
+        if !std::mem::take(&mut self.dirty) {
+            return;
+        }
         let mut order = self.alloc.requests.clone();
         if self.scheme.waiting_first() {
             order.sort_by_key(|&t| self.alloc.holds(t) > 0);
@@ -427,6 +437,7 @@ impl Policy for SpaceSharing {
         // Only a processor that just finished (or lost) a thread decides; an idle processor
         // offered again only serves waiting processes.
         let finished = std::mem::take(&mut self.alloc.busy[cpu]);
+        self.dirty |= finished;
         if let (true, Some(tgid)) = (finished, self.alloc.owner[cpu]) {
             if let Some(next) = v.held_in(tgid).next() {
                 // The user-level scheduler runs the process's next thread (FCFS).
