@@ -62,7 +62,10 @@ impl HomeCluster {
 
 impl Scheme for HomeCluster {
     fn name(&self) -> &'static str {
-        let at = SCHEMES.iter().position(|&s| s == self.scheme).expect("a scheme");
+        let at = SCHEMES
+            .iter()
+            .position(|&s| s == self.scheme)
+            .expect("a scheme");
         super::NAMES[at + if self.pages == Pages::Dist { 0 } else { 5 }]
     }
 
