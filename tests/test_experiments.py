@@ -173,12 +173,13 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
             ("seed = 7", "seed = 7\ncolour = 1"),
             "unknown key 'colour'; allowed: assumptions, baseline, claim, confidence, machines, "
             "metric, name, notes, policies, profile, reference, replications, seed, source, sweep, "
-            "title, workload, x_label",
+            "title, workload, x_label, x_scale",
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),
             "unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware, "
-            "thread-aware, memory-aware",
+            "thread-aware, memory-aware, fr-dist, fh-dist, fp-dist, hb-dist, hs-dist, fr-con, "
+            "fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
         ),
         (
             ('"linux26@flat"', '"origin-aware:v3=on@flat"'),

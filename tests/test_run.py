@@ -103,7 +103,7 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5,color=red"],
             "--workload: unknown key 'color'; keys are n, kind, io_share, exec, arrival, burst, "
-            "wait, mem, mem_cpu, mem_io, spawn, threads, fork, app",
+            "wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load",
         ),
         (
             ["--workload", "n=5,spawn=node:99"],
@@ -112,7 +112,8 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5", "--policy", "cfs"],
             "--policy: unknown policy 'cfs'; choose one of linux26, origin-aware, "
-            "capability-aware, thread-aware, memory-aware",
+            "capability-aware, thread-aware, memory-aware, fr-dist, fh-dist, fp-dist, hb-dist, "
+            "hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
         ),
         (
             ["--workload", "n=5", "--domains", "three-level"],
