@@ -160,8 +160,14 @@ def test_bad_assumptions_and_references_are_one_line(run, tmp_path, change, expe
     assert expected in r.err and r.err.count("\n") == 1
 
 
-PAPER_FAMILIES = ("multilevel-", "domains-superdome-4", "origin-", "capability-", "thread-aware-",
-                  "home-cluster-")
+PAPER_FAMILIES = (
+    "multilevel-",
+    "domains-superdome-4",
+    "origin-",
+    "capability-",
+    "thread-aware-",
+    "home-cluster-",
+)
 
 
 def test_every_reproduction_runs_its_paper_s_profile_with_a_sentence_for_every_value():
