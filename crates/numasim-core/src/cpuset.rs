@@ -30,6 +30,16 @@ impl CpuSet {
         self.0.insert(id);
     }
 
+    /// Adds (`on`) or removes `id`.
+    pub fn set(&mut self, id: usize, on: bool) {
+        self.0.set(id, on);
+    }
+
+    /// Whether the two sets have no id in common (`!cpumask_intersects`).
+    pub fn is_disjoint(&self, other: &Self) -> bool {
+        self.0.is_disjoint(&other.0)
+    }
+
     /// Whether `id` is in the set.
     pub fn contains(&self, id: usize) -> bool {
         self.0.contains(id)
@@ -145,5 +155,11 @@ mod tests {
         assert!(b.is_subset(&a));
         assert_eq!(a.len(), 3);
         assert_eq!(a.first(), Some(1));
+        assert!(!a.is_disjoint(&b));
+        a.set(2, false);
+        a.set(5, false);
+        assert!(a.is_disjoint(&b));
+        a.set(5, true);
+        assert_eq!(a.to_vec(), vec![1, 5]);
     }
 }

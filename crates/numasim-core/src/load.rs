@@ -8,6 +8,12 @@
 //! 1. Between two changes of a CPU's runqueue length its raw load is constant, so the ticks in
 //!    between are applied lazily: when the load is read or is about to change.
 //! 2. Catching up stops early once the averages converge (further ticks change nothing).
+//! 3. Balancers sum these loads over a scheduling group's CPUs for every group of a level
+//!    (`find_busiest_group`, `find_idlest_group`). The sums of a group are kept for the tick
+//!    they were taken in ([`GroupLoads`]) and dropped when one of its CPUs' runqueue changes:
+//!    every CPU that balances at that tick reads them, and the top level of a 1 024-CPU machine
+//!    has 64 groups rather than 1 024 CPUs. A load read at tick t depends only on the CPU's
+//!    runqueue length and t, so a kept sum is the sum a fresh scan would give.
 
 /// Load weight of a nice-0 task (`NICE_0_LOAD` / `SCHED_LOAD_SCALE` in 2.6.18).
 pub const NICE_0_LOAD: u64 = 128;
@@ -46,6 +52,69 @@ impl LoadAvg {
         Self {
             cpu_load: self.at(now_tick, raw),
             tick: now_tick,
+        }
+    }
+}
+
+/// What balancers read of one scheduling group: sums over its CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupLoad {
+    /// Runnable + running tasks.
+    pub nr_running: u64,
+    /// Instantaneous load (`NICE_0_LOAD` × nr_running).
+    pub raw: u64,
+    /// Per load index (0 = instantaneous, `i` = `cpu_load[i − 1]`): 2.6.18 `source_load`, the
+    /// smaller of the decayed and the instantaneous load (a group balanced against).
+    pub source: [u64; 4],
+    /// `target_load`, the larger (the balancing CPU's own group).
+    pub target: [u64; 4],
+}
+
+impl GroupLoad {
+    /// Adds one CPU with `nr` tasks and decayed averages `avg` (`cpu_load[0..3]`).
+    pub(crate) fn add(&mut self, nr: usize, avg: [u64; 3]) {
+        let raw = NICE_0_LOAD * nr as u64;
+        self.nr_running += nr as u64;
+        self.raw += raw;
+        self.source[0] += raw;
+        self.target[0] += raw;
+        for (i, a) in avg.into_iter().enumerate() {
+            self.source[i + 1] += a.min(raw);
+            self.target[i + 1] += a.max(raw);
+        }
+    }
+}
+
+/// The sums of every distinct scheduling group ([`crate::domains::Group::id`]), each kept for
+/// the tick it was taken in until one of its CPUs' runqueue length changes.
+#[derive(Debug, Default)]
+pub(crate) struct GroupLoads {
+    /// Per group id: (tick + 1 it was taken in, 0 = none; the sums).
+    kept: std::cell::RefCell<Vec<(u64, GroupLoad)>>,
+}
+
+impl GroupLoads {
+    pub(crate) fn new(groups: usize) -> Self {
+        Self {
+            kept: std::cell::RefCell::new(vec![(0, GroupLoad::default()); groups]),
+        }
+    }
+
+    /// The sums of group `id` at tick `tick`: kept ones, or `scan()`'s (then kept).
+    pub(crate) fn get(&self, id: u32, tick: u64, scan: impl FnOnce() -> GroupLoad) -> GroupLoad {
+        let mut kept = self.kept.borrow_mut();
+        let entry = &mut kept[id as usize];
+        if entry.0 != tick + 1 {
+            *entry = (tick + 1, scan());
+        }
+        entry.1
+    }
+
+    /// The runqueue of a CPU of these groups changed: their sums are stale.
+    pub(crate) fn forget(&mut self, ids: &[u32]) {
+        let kept = self.kept.get_mut();
+        for &id in ids {
+            kept[id as usize].0 = 0;
         }
     }
 }

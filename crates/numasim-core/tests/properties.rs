@@ -33,6 +33,13 @@ proptest! {
         for b in Builder::ALL {
             let d = b.build(&m, &BuildOptions::default());
             prop_assert_eq!(d.cpus.len(), m.cpus());
+            let mut ids = std::collections::BTreeMap::new();
+            let mut by_sets = std::collections::BTreeMap::new();
+            for (c, of) in d.member_of.iter().enumerate() {
+                for &id in of {
+                    prop_assert!(d.group_spans[id as usize].contains(c));
+                }
+            }
             for (cpu, levels) in d.cpus.iter().enumerate() {
                 if m.cpus() == 1 {
                     prop_assert!(levels.is_empty());
@@ -50,14 +57,27 @@ proptest! {
                     // One group is legal: node-only on a one-node machine never balances inside it.
                     prop_assert!(!l.groups.is_empty(), "{} cpu {} level {}: no group", b, cpu, k);
                     prop_assert!(l.groups[0].span.contains(cpu), "{} cpu {} level {}: own group first", b, cpu, k);
-                    let mut union = l.groups[0].span.clone();
+                    let mut union = (*l.groups[0].span).clone();
                     for g in &l.groups {
                         prop_assert!(g.span.is_subset(&l.span), "{} cpu {} level {}: group outside span", b, cpu, k);
                         prop_assert!(!g.balance_mask.is_empty());
                         prop_assert!(g.balance_mask.is_subset(&g.span));
                         union.union_with(&g.span);
+                        // Shared groups: one id per distinct (span, balance mask), its span
+                        // recorded, every CPU of it knowing it; the weight cached right.
+                        prop_assert_eq!(g.weight, g.span.len());
+                        prop_assert_eq!(&*d.group_spans[g.id as usize], &*g.span);
+                        let named = ids.entry(g.id).or_insert_with(|| (g.span.clone(), g.balance_mask.clone()));
+                        prop_assert!(named.0 == g.span && named.1 == g.balance_mask, "{} id {} names two groups", b, g.id);
+                        let id = *by_sets.entry((g.span.to_vec(), g.balance_mask.to_vec())).or_insert(g.id);
+                        prop_assert_eq!(id, g.id, "{} one group, two ids", b);
+                        for c in g.span.iter() {
+                            prop_assert!(d.member_of[c].contains(&g.id));
+                        }
                     }
-                    prop_assert_eq!(&union, &l.span, "{} cpu {} level {}: groups cover the span", b, cpu, k);
+                    prop_assert_eq!(&union, &*l.span, "{} cpu {} level {}: groups cover the span", b, cpu, k);
+                    prop_assert_eq!(&union, &*l.reach, "{} cpu {} level {}: reach", b, cpu, k);
+                    prop_assert_eq!(l.weight, l.span.len());
                     prop_assert!(l.params.min_interval_ms <= l.params.max_interval_ms);
                 }
             }

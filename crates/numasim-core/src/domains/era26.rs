@@ -24,7 +24,9 @@
 use crate::cpuset::CpuSet;
 use crate::machine::Machine;
 
-use super::{node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Level, LevelParams};
+use super::{
+    node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Interner, Level, LevelParams,
+};
 
 /// `SD_NODES_PER_DOMAIN` in 2.6.18.
 pub const SD_NODES_PER_DOMAIN: usize = 16;
@@ -39,12 +41,7 @@ fn cpu_groups(machine: &Machine, span: &CpuSet, cpu: usize) -> Vec<super::Group>
 }
 
 fn level(name: &str, span: CpuSet, groups: Vec<super::Group>, params: &LevelParams) -> Level {
-    Level {
-        name: name.to_string(),
-        span,
-        groups,
-        params: params.clone(),
-    }
+    Level::new(name.to_string(), span, groups, params.clone())
 }
 
 fn node_groups(machine: &Machine, node: usize, span: &CpuSet) -> Vec<super::Group> {
@@ -61,7 +58,7 @@ fn all(machine: &Machine) -> CpuSet {
 }
 
 /// `flat`: one level spanning every CPU, one group per CPU.
-pub fn flat(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
+pub(crate) fn flat(machine: &Machine, p: &Era26Params, shared: &mut Interner) -> Vec<Vec<Level>> {
     let span = all(machine);
     (0..machine.cpus())
         .map(|cpu| {
@@ -71,19 +68,23 @@ pub fn flat(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
                 cpu_groups(machine, &span, cpu),
                 &p.in_node,
             );
-            Era::Linux26.attach(vec![l])
+            shared.chain(Era::Linux26.attach(vec![l]))
         })
         .collect()
 }
 
 /// `node-only`: one level spanning every CPU, one group per node.
-pub fn node_only(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
+pub(crate) fn node_only(
+    machine: &Machine,
+    p: &Era26Params,
+    shared: &mut Interner,
+) -> Vec<Vec<Level>> {
     let span = all(machine);
     (0..machine.cpus())
         .map(|cpu| {
             let node = machine.cpu_node(cpu);
             let groups = node_groups(machine, node, &span);
-            Era::Linux26.attach(vec![level("NODE", span.clone(), groups, &p.node)])
+            shared.chain(Era::Linux26.attach(vec![level("NODE", span.clone(), groups, &p.node)]))
         })
         .collect()
 }
@@ -121,7 +122,11 @@ pub fn sched_domain_node_span(machine: &Machine, node: usize) -> CpuSet {
 }
 
 /// `two-level`: the 2.6.18 hierarchy (CPU, NODE, and ALLNODES above 16 nodes).
-pub fn two_level(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
+pub(crate) fn two_level(
+    machine: &Machine,
+    p: &Era26Params,
+    shared: &mut Interner,
+) -> Vec<Vec<Level>> {
     let node_spans: Vec<CpuSet> = (0..machine.nodes())
         .map(|n| sched_domain_node_span(machine, n))
         .collect();
@@ -143,7 +148,7 @@ pub fn two_level(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
                 let groups = node_groups(machine, node, &span);
                 chain.push(level("ALLNODES", span, groups, &p.node));
             }
-            Era::Linux26.attach(chain)
+            shared.chain(Era::Linux26.attach(chain))
         })
         .collect()
 }

@@ -32,7 +32,7 @@
 use crate::cpuset::CpuSet;
 use crate::machine::Machine;
 
-use super::{sd, Era, Group, Level, LevelParams, ModernParams};
+use super::{sd, Era, Group, Interner, Level, LevelParams, ModernParams};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tl {
@@ -131,10 +131,7 @@ impl Topology<'_> {
                 _ => CpuSet::from_ids(self.machine.cpus(), [i]),
             };
             covered.union_with(&g);
-            groups.push(Group {
-                balance_mask: g.clone(),
-                span: g,
-            });
+            groups.push(Group::new(g.clone(), g));
         }
         groups
     }
@@ -190,17 +187,18 @@ impl Topology<'_> {
             };
             covered.union_with(&sg_span);
             let balance_mask = self.balance_mask(st, &sg_span);
-            groups.push(Group {
-                span: sg_span,
-                balance_mask,
-            });
+            groups.push(Group::new(sg_span, balance_mask));
         }
         groups
     }
 }
 
 /// Builds every CPU's Linux 6.x hierarchy.
-pub fn build(machine: &Machine, params: &ModernParams) -> Vec<Vec<Level>> {
+pub(crate) fn build(
+    machine: &Machine,
+    params: &ModernParams,
+    shared: &mut Interner,
+) -> Vec<Vec<Level>> {
     let mut distances: Vec<u32> = machine
         .cpu_nodes()
         .flat_map(|a| machine.cpu_nodes().map(move |b| machine.distance(a, b)))
@@ -247,15 +245,10 @@ pub fn build(machine: &Machine, params: &ModernParams) -> Vec<Vec<Level>> {
                     } else {
                         topo.groups(cpu, t)
                     };
-                    Level {
-                        name,
-                        span: topo.spans[cpu][t].clone(),
-                        groups,
-                        params: p,
-                    }
+                    Level::new(name, topo.spans[cpu][t].clone(), groups, p)
                 })
                 .collect();
-            Era::Modern.attach(chain)
+            shared.chain(Era::Modern.attach(chain))
         })
         .collect()
 }

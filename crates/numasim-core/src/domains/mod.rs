@@ -15,15 +15,21 @@
 //! 1. build each CPU's chain of candidate domains (span + flags + parameters);
 //! 2. build each domain's groups in the kernel's order (starting with the CPU's own group);
 //! 3. remove the domains that do not contribute to scheduling, as `cpu_attach_domain` does
-//!    (`sd_degenerate` / `sd_parent_degenerate`, in the era's own version).
+//!    (`sd_degenerate` / `sd_parent_degenerate`, in the era's own version);
+//! 4. share what the CPUs' hierarchies have in common ([`Interner`]): equal CPU sets are one
+//!    allocation and equal groups one id, as the kernel shares a `sched_group` between the CPUs
+//!    of a domain — a 4 096-CPU machine has 1.2 million (group, CPU) pairs but a few thousand
+//!    distinct groups.
 
 pub mod era26;
 pub mod linux;
 pub mod multilevel;
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::Hash;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -188,21 +194,114 @@ pub struct BuildOptions {
 }
 
 /// A group of CPUs balanced as one unit against the other groups of its level.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Eq)]
 pub struct Group {
-    pub span: CpuSet,
+    pub span: Arc<CpuSet>,
     /// The CPUs allowed to balance on behalf of this group (`group_balance_mask`).
-    pub balance_mask: CpuSet,
+    pub balance_mask: Arc<CpuSet>,
+    /// Its index among the distinct groups of its [`Domains`]: every CPU's copy of a group
+    /// with the same span and balance mask has the same id ([`Domains::group_spans`]).
+    pub id: u32,
+    /// CPUs in its span (the kernel's `group_weight`).
+    pub weight: usize,
+}
+
+impl Group {
+    /// A group of `span` balanced by `balance_mask` (its id is given when its hierarchy is
+    /// shared, at the end of [`Builder::build`]).
+    pub fn new(span: CpuSet, balance_mask: CpuSet) -> Self {
+        Self {
+            weight: span.len(),
+            span: Arc::new(span),
+            balance_mask: Arc::new(balance_mask),
+            id: u32::MAX,
+        }
+    }
+}
+
+/// Groups are equal when their CPUs are: the id only names them within one [`Domains`].
+impl PartialEq for Group {
+    fn eq(&self, other: &Self) -> bool {
+        self.span == other.span && self.balance_mask == other.balance_mask
+    }
 }
 
 /// One level of one CPU's hierarchy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Level {
     pub name: String,
-    pub span: CpuSet,
+    pub span: Arc<CpuSet>,
     /// Groups in the kernel's order, starting with the one that holds the CPU.
     pub groups: Vec<Group>,
     pub params: LevelParams,
+    /// The CPUs of its groups: its span, or more where overlapping NUMA groups reach beyond
+    /// it (a balancer that sees none of these CPUs overloaded has nothing to look at).
+    pub reach: Arc<CpuSet>,
+    /// CPUs in its span (the kernel's `span_weight`).
+    pub weight: usize,
+}
+
+impl Level {
+    /// A level of `span` with `groups`.
+    pub fn new(name: String, span: CpuSet, groups: Vec<Group>, params: LevelParams) -> Self {
+        let mut reach = span.clone();
+        for g in &groups {
+            reach.union_with(&g.span);
+        }
+        Self {
+            name,
+            weight: span.len(),
+            span: Arc::new(span),
+            groups,
+            params,
+            reach: Arc::new(reach),
+        }
+    }
+}
+
+/// Shares equal CPU sets and groups between hierarchies (build step 4).
+///
+/// Lookups only: ids are given in the order groups are first met (CPU by CPU, level by level),
+/// so the hash maps' order never reaches a result.
+#[derive(Default)]
+pub(crate) struct Interner {
+    sets: HashSet<Arc<CpuSet>>,
+    /// (span, balance mask) allocations → group id.
+    groups: HashMap<(usize, usize), u32>,
+    /// Span of each group id.
+    spans: Vec<Arc<CpuSet>>,
+}
+
+impl Interner {
+    fn set(&mut self, s: &Arc<CpuSet>) -> Arc<CpuSet> {
+        if let Some(shared) = self.sets.get(&**s) {
+            return shared.clone();
+        }
+        self.sets.insert(s.clone());
+        s.clone()
+    }
+
+    /// One CPU's hierarchy with its sets and groups shared with the hierarchies seen before.
+    pub(crate) fn chain(&mut self, mut chain: Vec<Level>) -> Vec<Level> {
+        for l in &mut chain {
+            l.span = self.set(&l.span);
+            l.reach = self.set(&l.reach);
+            for g in &mut l.groups {
+                g.span = self.set(&g.span);
+                g.balance_mask = self.set(&g.balance_mask);
+                let key = (
+                    Arc::as_ptr(&g.span) as usize,
+                    Arc::as_ptr(&g.balance_mask) as usize,
+                );
+                let next = self.spans.len() as u32;
+                g.id = *self.groups.entry(key).or_insert(next);
+                if g.id == next {
+                    self.spans.push(g.span.clone());
+                }
+            }
+        }
+        chain
+    }
 }
 
 /// The domain builders, by configuration name.
@@ -265,16 +364,26 @@ impl Builder {
 
     /// Builds the hierarchy of every CPU of `machine`.
     pub fn build(self, machine: &Machine, options: &BuildOptions) -> Domains {
+        let mut shared = Interner::default();
+        let intern = &mut shared;
         let cpus = match self {
-            Self::Flat => era26::flat(machine, &options.era26),
-            Self::NodeOnly => era26::node_only(machine, &options.era26),
-            Self::TwoLevel => era26::two_level(machine, &options.era26),
-            Self::Multilevel => multilevel::build(machine, &options.era26),
-            Self::Linux => linux::build(machine, &options.modern),
+            Self::Flat => era26::flat(machine, &options.era26, intern),
+            Self::NodeOnly => era26::node_only(machine, &options.era26, intern),
+            Self::TwoLevel => era26::two_level(machine, &options.era26, intern),
+            Self::Multilevel => multilevel::build(machine, &options.era26, intern),
+            Self::Linux => linux::build(machine, &options.modern, intern),
         };
+        let mut member_of = vec![Vec::new(); machine.cpus()];
+        for (id, span) in shared.spans.iter().enumerate() {
+            for c in span.iter() {
+                member_of[c].push(id as u32);
+            }
+        }
         Domains {
             builder: self,
             cpus,
+            group_spans: shared.spans,
+            member_of,
         }
     }
 }
@@ -311,6 +420,10 @@ pub struct Domains {
     pub builder: Builder,
     /// `cpus[c]` = the levels of CPU c, lowest first.
     pub cpus: Vec<Vec<Level>>,
+    /// The span of each distinct group, by [`Group::id`].
+    pub group_spans: Vec<Arc<CpuSet>>,
+    /// `member_of[c]` = the ids of the distinct groups whose span holds CPU c, ascending.
+    pub member_of: Vec<Vec<u32>>,
 }
 
 impl Domains {
@@ -714,10 +827,7 @@ impl Era {
 /// Groups of `sets`, each its own balance mask, in the order given.
 pub(crate) fn plain_groups(sets: impl IntoIterator<Item = CpuSet>) -> Vec<Group> {
     sets.into_iter()
-        .map(|span| Group {
-            balance_mask: span.clone(),
-            span,
-        })
+        .map(|span| Group::new(span.clone(), span))
         .collect()
 }
 

@@ -24,10 +24,10 @@
 use crate::cpuset::CpuSet;
 use crate::machine::Machine;
 
-use super::{node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Level};
+use super::{node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Interner, Level};
 
 /// Builds every CPU's multilevel hierarchy.
-pub fn build(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
+pub(crate) fn build(machine: &Machine, p: &Era26Params, shared: &mut Interner) -> Vec<Vec<Level>> {
     (0..machine.cpus())
         .map(|cpu| {
             let node = machine.cpu_node(cpu);
@@ -45,12 +45,7 @@ pub fn build(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
                             span.iter_wrap(cpu)
                                 .map(|c| CpuSet::from_ids(machine.cpus(), [c])),
                         );
-                        Level {
-                            name: "CPU".into(),
-                            span,
-                            groups,
-                            params: p.in_node.clone(),
-                        }
+                        Level::new("CPU".into(), span, groups, p.in_node.clone())
                     } else {
                         let members: Vec<usize> = nodes_wrapping_from(machine, node)
                             .into_iter()
@@ -60,16 +55,16 @@ pub fn build(machine: &Machine, p: &Era26Params) -> Vec<Vec<Level>> {
                         for &k in &members {
                             span.union_with(&node_set(machine, k));
                         }
-                        Level {
-                            name: format!("NUMA{d}"),
+                        Level::new(
+                            format!("NUMA{d}"),
                             span,
-                            groups: plain_groups(members.iter().map(|&k| node_set(machine, k))),
-                            params: p.node.clone(),
-                        }
+                            plain_groups(members.iter().map(|&k| node_set(machine, k))),
+                            p.node.clone(),
+                        )
                     }
                 })
                 .collect();
-            Era::Linux26.attach(chain)
+            shared.chain(Era::Linux26.attach(chain))
         })
         .collect()
 }

@@ -129,6 +129,10 @@ struct State<'a> {
     held: std::collections::BTreeSet<Pid>,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
+    /// CPUs with two or more runnable tasks.
+    overloaded: crate::cpuset::CpuSet,
+    /// Load sums of the domains' groups, kept within a tick.
+    group_loads: crate::load::GroupLoads,
     /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
     app_bins: Vec<Vec<(f64, f64)>>,
 }
@@ -149,6 +153,8 @@ impl<'a> State<'a> {
             groups: &self.groups,
             workload: self.workload,
             held: &self.held,
+            overloaded: &self.overloaded,
+            group_loads: &self.group_loads,
         }
     }
 
@@ -157,8 +163,11 @@ impl<'a> State<'a> {
         self.events.push(Reverse((t, self.seq, ev)));
     }
 
-    /// Records `cpu`'s runqueue length after a change (traced runs only).
-    fn trace_rq(&mut self, cpu: CpuId) {
+    /// After a change of `cpu`'s runqueue length: keeps the overloaded set and the groups'
+    /// load sums up to date, and records the length (traced runs only).
+    fn rq_changed(&mut self, cpu: CpuId) {
+        self.overloaded.set(cpu, self.cpus[cpu].nr_running() >= 2);
+        self.group_loads.forget(&self.domains.member_of[cpu]);
         if self.config.record_trace {
             let n = self.cpus[cpu].nr_running();
             let rq = &mut self.trace_events.runqueue;
@@ -287,7 +296,7 @@ impl<'a> State<'a> {
         p.state = PState::Runnable;
         p.cpu = cpu;
         self.cpus[cpu].queue.push_back(pid);
-        self.trace_rq(cpu);
+        self.rq_changed(cpu);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
@@ -302,7 +311,7 @@ impl<'a> State<'a> {
         self.touch_load(cpu);
         let pid = self.cpus[cpu].current.take().expect("a running process");
         self.cpus[cpu].milestone_gen += 1;
-        self.trace_rq(cpu);
+        self.rq_changed(cpu);
         self.procs[pid].last_ran_ns = Some(self.now);
         if self.config.record_trace {
             self.trace.push(Slice {
@@ -454,7 +463,7 @@ impl<'a> State<'a> {
                 let q = &mut self.cpus[from].queue;
                 let at = q.iter().position(|&x| x == pid).expect("checked");
                 q.remove(at);
-                self.trace_rq(from);
+                self.rq_changed(from);
             } else {
                 self.stats.rejected += 1;
                 continue;
@@ -495,7 +504,7 @@ impl<'a> State<'a> {
                 let q = &mut self.cpus[mv.from].queue;
                 let at = q.iter().position(|&p| p == mv.pid).expect("checked");
                 q.remove(at);
-                self.trace_rq(mv.from);
+                self.rq_changed(mv.from);
             }
             self.leave_node(mv.pid, mv.from);
             self.enqueue(mv.pid, mv.to);
@@ -635,6 +644,8 @@ impl<'a> State<'a> {
             events_processed: 0,
             held: std::collections::BTreeSet::new(),
             vacated: Vec::new(),
+            overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
+            group_loads: crate::load::GroupLoads::new(domains.group_spans.len()),
             app_bins: vec![Vec::new(); workload.apps.len()],
         }
     }

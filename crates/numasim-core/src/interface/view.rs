@@ -1,8 +1,9 @@
 //! What a policy can see: a read-only view of the run at one instant.
 
 use crate::config::EngineConfig;
-use crate::domains::Domains;
-use crate::load::NICE_0_LOAD;
+use crate::cpuset::CpuSet;
+use crate::domains::{Domains, Group};
+use crate::load::{GroupLoad, GroupLoads, NICE_0_LOAD};
 use crate::machine::{CpuId, Machine};
 use crate::state::{CpuState, GroupState, PState, ProcState};
 use crate::workload::{Kind, Workload};
@@ -20,6 +21,8 @@ pub struct View<'a> {
     pub(crate) groups: &'a [GroupState],
     pub(crate) workload: &'a Workload,
     pub(crate) held: &'a std::collections::BTreeSet<Pid>,
+    pub(crate) overloaded: &'a CpuSet,
+    pub(crate) group_loads: &'a GroupLoads,
 }
 
 /// A process as a policy sees it.
@@ -78,6 +81,26 @@ impl View<'_> {
         self.cpus[cpu]
             .load_at(self.now / self.config.tick_ns)
             .cpu_load[idx - 1]
+    }
+
+    /// The CPUs with two or more runnable tasks (the only ones a pull can take from).
+    pub fn overloaded(&self) -> &CpuSet {
+        self.overloaded
+    }
+
+    /// The sums of `group`'s CPUs' loads now: what a scan of its CPUs with [`View::raw_load`],
+    /// [`View::cpu_load`] and [`View::nr_running`] would give, kept between scans of the
+    /// same tick (crate::load, step 3).
+    pub fn group_load(&self, group: &Group) -> GroupLoad {
+        let tick = self.now / self.config.tick_ns;
+        self.group_loads.get(group.id, tick, || {
+            let mut sum = GroupLoad::default();
+            for c in group.span.iter() {
+                let cpu = &self.cpus[c];
+                sum.add(cpu.nr_running(), cpu.load_at(tick).cpu_load);
+            }
+            sum
+        })
     }
 
     /// A process.

@@ -260,7 +260,7 @@ impl CapabilityAware {
     /// Rule 5 at one level.
     fn pull_weighted(&self, v: &View<'_>, c: CpuId, level: usize, out: &mut Attempt) {
         let lv = &v.domains.cpus[c][level];
-        out.rqs_examined += lv.span.len() as u32;
+        out.rqs_examined += lv.weight as u32;
         let group_load = |g: &crate::domains::Group| {
             let n: usize = g.span.iter().map(|t| v.nr_running(t)).sum();
             let s: f64 = g.span.iter().map(|t| v.machine.speed(t)).sum();
@@ -281,7 +281,7 @@ impl CapabilityAware {
             return;
         }
         let group = &lv.groups[gi];
-        out.rqs_examined += group.span.len() as u32;
+        out.rqs_examined += group.weight as u32;
         let Some(b) = group
             .span
             .iter()

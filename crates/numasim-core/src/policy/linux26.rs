@@ -199,24 +199,6 @@ impl Linux26 {
     }
 }
 
-fn source_load(v: &View<'_>, cpu: CpuId, idx: usize) -> u64 {
-    let raw = v.raw_load(cpu);
-    if idx == 0 {
-        raw
-    } else {
-        v.cpu_load(cpu, idx).min(raw)
-    }
-}
-
-fn target_load(v: &View<'_>, cpu: CpuId, idx: usize) -> u64 {
-    let raw = v.raw_load(cpu);
-    if idx == 0 {
-        raw
-    } else {
-        v.cpu_load(cpu, idx).max(raw)
-    }
-}
-
 fn power(span_len: usize) -> u64 {
     SCALE * span_len as u64
 }
@@ -228,6 +210,11 @@ fn find_busiest_group(
     level: &Level,
     idx: usize,
 ) -> Option<(usize, u64)> {
+    // Only a group with more tasks than CPUs can be the busiest, so a level none of whose CPUs
+    // has two tasks is balanced: the answer of the full scan, without it.
+    if v.overloaded().is_disjoint(&level.reach) {
+        return None;
+    }
     let (mut max_load, mut this_load, mut total_load, mut total_pwr) = (0u64, 0u64, 0u64, 0u64);
     let mut busiest = None;
     let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
@@ -235,17 +222,15 @@ fn find_busiest_group(
     let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.span.contains(this_cpu);
-        let (mut load_sum, mut nr, mut weighted) = (0u64, 0u64, 0u64);
-        for i in g.span.iter() {
-            load_sum += if local {
-                target_load(v, i, idx)
-            } else {
-                source_load(v, i, idx)
-            };
-            nr += v.nr_running(i) as u64;
-            weighted += v.raw_load(i);
-        }
-        let pwr = power(g.span.len());
+        // Sums of target_load (this group) or source_load (the others) over the group's CPUs.
+        let sums = v.group_load(g);
+        let load_sum = if local {
+            sums.target[idx]
+        } else {
+            sums.source[idx]
+        };
+        let (nr, weighted) = (sums.nr_running, sums.raw);
+        let pwr = power(g.weight);
         total_load += load_sum;
         total_pwr += pwr;
         let avg = load_sum * SCALE / pwr;
@@ -487,12 +472,12 @@ impl Linux26 {
             IdleType::NewlyIdle => p.load_idx.newidle,
         };
         let mut attempt = Attempt {
-            rqs_examined: level.span.len() as u32,
+            rqs_examined: level.weight as u32,
             ..Attempt::default()
         };
         let st = &mut self.sd[cpu][li];
         let found = find_busiest_group(v, cpu, level, idx).and_then(|(g, imbalance)| {
-            attempt.rqs_examined += level.groups[g].span.len() as u32;
+            attempt.rqs_examined += level.groups[g].weight as u32;
             find_busiest_queue(v, level, g, imbalance).map(|b| (b, imbalance))
         });
         let Some((busiest, imbalance)) = found else {
@@ -574,10 +559,10 @@ impl Linux26 {
                 continue;
             }
             cpu = new_cpu;
-            let weight = level.span.len();
+            let weight = level.weight;
             sd = None;
             for (l2, tmp) in levels(cpu).iter().enumerate() {
-                if weight <= tmp.span.len() {
+                if weight <= tmp.weight {
                     break;
                 }
                 if tmp.params.flags & flag != 0 {
@@ -597,18 +582,13 @@ fn find_idlest_group(v: &View<'_>, level: &Level, this_cpu: CpuId) -> Option<usi
     let mut idlest = None;
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.span.contains(this_cpu);
-        let sum: u64 = g
-            .span
-            .iter()
-            .map(|i| {
-                if local {
-                    source_load(v, i, idx)
-                } else {
-                    target_load(v, i, idx)
-                }
-            })
-            .sum();
-        let avg = sum * SCALE / power(g.span.len());
+        let sums = v.group_load(g);
+        let sum = if local {
+            sums.source[idx]
+        } else {
+            sums.target[idx]
+        };
+        let avg = sum * SCALE / power(g.weight);
         if local {
             this_load = avg;
         } else if avg < min_load {

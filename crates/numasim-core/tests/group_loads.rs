@@ -1,0 +1,116 @@
+//! The kept group load sums (crate::load, step 3) and the overloaded set are what a fresh scan
+//! would give, at every balancing decision of random runs: a checking policy wraps linux26 and
+//! compares, for every group of the level it is asked about, `View::group_load` with the sums of
+//! `View::cpu_load` / `View::raw_load` / `View::nr_running` over the group's CPUs, and
+//! `View::overloaded` with the CPUs that have two tasks or more.
+
+use numasim_core::config::EngineConfig;
+use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, PolicyContext, View};
+use numasim_core::load::GroupLoad;
+use numasim_core::machine::CpuId;
+use numasim_core::policy::linux26::Linux26;
+use numasim_core::testutils;
+use numasim_core::workload::WorkloadSpec;
+use proptest::prelude::*;
+
+/// linux26, checking the view at every balancing call and placement.
+struct Checked {
+    inner: Linux26,
+    checks: usize,
+}
+
+fn scanned(v: &View<'_>, g: &numasim_core::Group) -> GroupLoad {
+    let mut s = GroupLoad::default();
+    for c in g.span.iter() {
+        let raw = v.raw_load(c);
+        s.nr_running += v.nr_running(c) as u64;
+        s.raw += raw;
+        for idx in 0..4 {
+            let l = v.cpu_load(c, idx);
+            s.source[idx] += l.min(raw);
+            s.target[idx] += l.max(raw);
+        }
+    }
+    s
+}
+
+impl Checked {
+    fn check(&mut self, v: &View<'_>, cpu: CpuId) {
+        for c in 0..v.machine.cpus() {
+            assert_eq!(v.overloaded().contains(c), v.nr_running(c) >= 2, "cpu {c}");
+        }
+        for l in &v.domains.cpus[cpu] {
+            for g in &l.groups {
+                assert_eq!(
+                    v.group_load(g),
+                    scanned(v, g),
+                    "at {} group {}",
+                    v.now,
+                    g.id
+                );
+                self.checks += 1;
+            }
+        }
+    }
+}
+
+impl Policy for Checked {
+    fn name(&self) -> &'static str {
+        "checked"
+    }
+    fn place_new(&mut self, v: &View<'_>, pid: Pid, spawn: CpuId) -> Option<CpuId> {
+        self.check(v, spawn);
+        self.inner.place_new(v, pid, spawn)
+    }
+    fn place_wakeup(&mut self, v: &View<'_>, pid: Pid, prev: CpuId) -> Option<CpuId> {
+        self.check(v, prev);
+        self.inner.place_wakeup(v, pid, prev)
+    }
+    fn next_periodic_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
+        self.inner.next_periodic_ns(v, cpu)
+    }
+    fn balance(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        self.check(v, cpu);
+        self.inner.balance(v, cpu, level, kind)
+    }
+    fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.check(v, target);
+        self.inner.active_balance(v, busiest, target)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn kept_sums_are_fresh_sums(
+        nodes in 1usize..5,
+        cpn in 1usize..4,
+        b in 0usize..5,
+        n in 1usize..40,
+        kind in 0usize..3,
+        seed in 0u64..1000,
+    ) {
+        let rows: Vec<Vec<u32>> = (0..nodes)
+            .map(|i| (0..nodes).map(|j| if i == j { 10 } else { 20 + 10 * (i + j) as u32 % 30 }).collect())
+            .collect();
+        let m = testutils::machine(&rows, cpn);
+        let d = Builder::ALL[b].build(&m, &BuildOptions::default());
+        let config = EngineConfig::default();
+        let kind = ["cpu", "io", "mixed"][kind];
+        let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:60,burst=3,wait=5");
+        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
+        let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
+        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0 };
+        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
+        prop_assert_eq!(r.processes.len(), n);
+        prop_assert!(p.checks > 0 || m.cpus() == 1);
+    }
+}
