@@ -34,8 +34,8 @@ impl LoadAvg {
         while t < now_tick {
             let before = l;
             for (i, v) in l.iter_mut().enumerate() {
-                let scale = 1u64 << i;
-                *v = (*v * (scale - 1) + raw) / scale;
+                // (v · (2^i − 1) + raw) / 2^i, the division a shift (unsigned: the same value).
+                *v = (*v * ((1u64 << i) - 1) + raw) >> i;
             }
             t += 1;
             if l == before {
@@ -68,6 +68,11 @@ pub struct GroupLoad {
     pub source: [u64; 4],
     /// `target_load`, the larger (the balancing CPU's own group).
     pub target: [u64; 4],
+    /// `source` per unit of CPU power, 2.6.18's `avg_load`: sum × `SCHED_LOAD_SCALE` /
+    /// `cpu_power`, with a power of `SCHED_LOAD_SCALE` per CPU.
+    pub avg_source: [u64; 4],
+    /// `target` per unit of CPU power.
+    pub avg_target: [u64; 4],
 }
 
 impl GroupLoad {
@@ -81,6 +86,15 @@ impl GroupLoad {
         for (i, a) in avg.into_iter().enumerate() {
             self.source[i + 1] += a.min(raw);
             self.target[i + 1] += a.max(raw);
+        }
+    }
+
+    /// Sets the averages of a group of `cpus` CPUs once its CPUs are added.
+    pub(crate) fn finish(&mut self, cpus: usize) {
+        let power = NICE_0_LOAD * cpus as u64;
+        for i in 0..4 {
+            self.avg_source[i] = self.source[i] * NICE_0_LOAD / power;
+            self.avg_target[i] = self.target[i] * NICE_0_LOAD / power;
         }
     }
 }

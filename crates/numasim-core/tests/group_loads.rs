@@ -32,6 +32,11 @@ fn scanned(v: &View<'_>, g: &numasim_core::Group) -> GroupLoad {
             s.target[idx] += l.max(raw);
         }
     }
+    let power = 128 * g.span.len() as u64;
+    for idx in 0..4 {
+        s.avg_source[idx] = s.source[idx] * 128 / power;
+        s.avg_target[idx] = s.target[idx] * 128 / power;
+    }
     s
 }
 

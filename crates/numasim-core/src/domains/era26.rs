@@ -68,7 +68,7 @@ pub(crate) fn flat(machine: &Machine, p: &Era26Params, shared: &mut Interner) ->
                 cpu_groups(machine, &span, cpu),
                 &p.in_node,
             );
-            shared.chain(Era::Linux26.attach(vec![l]))
+            shared.chain(cpu, Era::Linux26.attach(vec![l]))
         })
         .collect()
 }
@@ -84,7 +84,10 @@ pub(crate) fn node_only(
         .map(|cpu| {
             let node = machine.cpu_node(cpu);
             let groups = node_groups(machine, node, &span);
-            shared.chain(Era::Linux26.attach(vec![level("NODE", span.clone(), groups, &p.node)]))
+            shared.chain(
+                cpu,
+                Era::Linux26.attach(vec![level("NODE", span.clone(), groups, &p.node)]),
+            )
         })
         .collect()
 }
@@ -148,7 +151,7 @@ pub(crate) fn two_level(
                 let groups = node_groups(machine, node, &span);
                 chain.push(level("ALLNODES", span, groups, &p.node));
             }
-            shared.chain(Era::Linux26.attach(chain))
+            shared.chain(cpu, Era::Linux26.attach(chain))
         })
         .collect()
 }

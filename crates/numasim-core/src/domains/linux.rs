@@ -248,7 +248,7 @@ pub(crate) fn build(
                     Level::new(name, topo.spans[cpu][t].clone(), groups, p)
                 })
                 .collect();
-            shared.chain(Era::Modern.attach(chain))
+            shared.chain(cpu, Era::Modern.attach(chain))
         })
         .collect()
 }

@@ -64,7 +64,7 @@ pub(crate) fn build(machine: &Machine, p: &Era26Params, shared: &mut Interner) -
                     }
                 })
                 .collect();
-            shared.chain(Era::Linux26.attach(chain))
+            shared.chain(cpu, Era::Linux26.attach(chain))
         })
         .collect()
 }

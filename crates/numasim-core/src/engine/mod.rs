@@ -4,6 +4,7 @@
 //! [`crate::interface`].
 //!
 //! ```text
+//!   arrivals: pids by arrival time, read in order (first among events at the same instant)
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
@@ -129,6 +130,8 @@ struct State<'a> {
     held: std::collections::BTreeSet<Pid>,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
+    /// Processes to arrive, by arrival time then pid (read in order by `drive`).
+    arrivals: Vec<Pid>,
     /// CPUs with two or more runnable tasks.
     overloaded: crate::cpuset::CpuSet,
     /// Load sums of the domains' groups, kept within a tick.
@@ -644,6 +647,7 @@ impl<'a> State<'a> {
             events_processed: 0,
             held: std::collections::BTreeSet::new(),
             vacated: Vec::new(),
+            arrivals: Vec::new(),
             overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
             group_loads: crate::load::GroupLoads::new(domains.group_spans.len()),
             app_bins: vec![Vec::new(); workload.apps.len()],
@@ -667,9 +671,12 @@ pub fn run(
         ));
     }
     let mut s = State::new(machine, domains, workload, config);
-    for p in &workload.processes {
-        s.push(p.arrival_ns, Event::Arrive(p.pid as usize));
-    }
+    // Arrivals are read in order from here rather than pushed: the heap holds only what is
+    // scheduled, not a million future arrivals. They go first among events at the same
+    // instant, in pid order, as they would with the lowest insertion sequences.
+    s.arrivals = (0..workload.processes.len()).collect();
+    s.arrivals
+        .sort_by_key(|&pid| workload.processes[pid].arrival_ns); // stable: pid order on ties
     drive(s, policy)
 }
 
@@ -683,8 +690,27 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     if let Some(period) = global_period {
         s.push(s.now + period, Event::Global);
     }
+    let mut next_arrival = 0;
     while s.done < n {
-        let Some(Reverse((t, _, ev))) = s.events.pop() else {
+        let arrival = s.arrivals.get(next_arrival).map(|&pid| {
+            let t = s.workload.processes[pid].arrival_ns;
+            (t, pid)
+        });
+        let first = match (arrival, s.events.peek()) {
+            (Some((t, pid)), None) => Some((t, Event::Arrive(pid))),
+            (Some((t, pid)), Some(Reverse((te, _, _)))) if t <= *te => {
+                Some((t, Event::Arrive(pid)))
+            }
+            _ => None,
+        };
+        let next = match first {
+            Some(a) => {
+                next_arrival += 1;
+                Some(a)
+            }
+            None => s.events.pop().map(|Reverse((t, _, ev))| (t, ev)),
+        };
+        let Some((t, ev)) = next else {
             return Err(InputError::new(
                 "engine",
                 format!(

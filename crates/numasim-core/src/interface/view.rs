@@ -99,6 +99,7 @@ impl View<'_> {
                 let cpu = &self.cpus[c];
                 sum.add(cpu.nr_running(), cpu.load_at(tick).cpu_load);
             }
+            sum.finish(group.weight);
             sum
         })
     }

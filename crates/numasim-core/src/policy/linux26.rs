@@ -110,6 +110,8 @@ pub struct Linux26 {
     name: &'static str,
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
+    /// Ticks in a millisecond, when a tick divides it (a division saved per level and event).
+    ticks_per_ms: Option<u64>,
     rank: Option<TaskRank>,
     /// Selection between nodes (`None`: the kernel's order everywhere).
     selector: Option<Box<dyn Selector>>,
@@ -139,6 +141,8 @@ impl Linux26 {
             name: "linux26",
             sd,
             tick_ns: ctx.config.tick_ns,
+            ticks_per_ms: (1_000_000 % ctx.config.tick_ns == 0)
+                .then(|| 1_000_000 / ctx.config.tick_ns),
             wake: ctx.config.assumptions.wake,
             rank: None,
             selector: None,
@@ -194,8 +198,12 @@ impl Linux26 {
         if !idle {
             ms *= u64::from(level.params.busy_factor);
         }
-        // msecs_to_jiffies, at least one tick.
-        (ms * 1_000_000).div_ceil(self.tick_ns).max(1) * self.tick_ns
+        // msecs_to_jiffies, at least one tick (a product when a tick divides a millisecond).
+        let ticks = match self.ticks_per_ms {
+            Some(k) => ms * k,
+            None => (ms * 1_000_000).div_ceil(self.tick_ns),
+        };
+        ticks.max(1) * self.tick_ns
     }
 }
 
@@ -220,20 +228,24 @@ fn find_busiest_group(
     let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
     let (mut this_nr, mut busiest_nr) = (0u64, 0u64);
     let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
+    debug_assert!(level
+        .groups
+        .iter()
+        .all(|g| g.local == g.span.contains(this_cpu)));
     for (gi, g) in level.groups.iter().enumerate() {
-        let local = g.span.contains(this_cpu);
-        // Sums of target_load (this group) or source_load (the others) over the group's CPUs.
+        let local = g.local;
+        // Sums of target_load (this group) or source_load (the others) over the group's CPUs,
+        // and their averages (load_sum × SCALE / power).
         let sums = v.group_load(g);
-        let load_sum = if local {
-            sums.target[idx]
+        let (load_sum, avg) = if local {
+            (sums.target[idx], sums.avg_target[idx])
         } else {
-            sums.source[idx]
+            (sums.source[idx], sums.avg_source[idx])
         };
         let (nr, weighted) = (sums.nr_running, sums.raw);
         let pwr = power(g.weight);
         total_load += load_sum;
         total_pwr += pwr;
-        let avg = load_sum * SCALE / pwr;
         let capacity = pwr / SCALE;
         if local {
             this_load = avg;
@@ -580,15 +592,18 @@ fn find_idlest_group(v: &View<'_>, level: &Level, this_cpu: CpuId) -> Option<usi
     let imbalance = 100 + (u64::from(level.params.imbalance_pct) - 100) / 2;
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
+    debug_assert!(level
+        .groups
+        .iter()
+        .all(|g| g.local == g.span.contains(this_cpu)));
     for (gi, g) in level.groups.iter().enumerate() {
-        let local = g.span.contains(this_cpu);
+        let local = g.local;
         let sums = v.group_load(g);
-        let sum = if local {
-            sums.source[idx]
+        let avg = if local {
+            sums.avg_source[idx]
         } else {
-            sums.target[idx]
+            sums.avg_target[idx]
         };
-        let avg = sum * SCALE / power(g.weight);
         if local {
             this_load = avg;
         } else if avg < min_load {
