@@ -19,16 +19,31 @@
 pub const NICE_0_LOAD: u64 = 128;
 
 /// Per-tick decayed CPU load (2.6.18 `update_load` in `scheduler_tick`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LoadAvg {
     pub(crate) cpu_load: [u64; 3],
     /// Index of the last tick applied.
     pub(crate) tick: u64,
+    /// The raw load at which catching up last found the averages settled (another tick changed
+    /// nothing), or `u64::MAX`.
+    settled_raw: u64,
+}
+
+impl Default for LoadAvg {
+    fn default() -> Self {
+        Self {
+            cpu_load: [0; 3],
+            tick: 0,
+            settled_raw: u64::MAX,
+        }
+    }
 }
 
 impl LoadAvg {
-    /// The averages after applying ticks up to `now_tick` with a constant `raw` load.
-    pub(crate) fn at(&self, now_tick: u64, raw: u64) -> [u64; 3] {
+    /// The averages after applying ticks up to `now_tick` with a constant `raw` load, and
+    /// whether they settled on the way (a tick that changed nothing: every later one would not
+    /// either).
+    fn at(&self, now_tick: u64, raw: u64) -> ([u64; 3], bool) {
         let mut l = self.cpu_load;
         let mut t = self.tick;
         while t < now_tick {
@@ -39,19 +54,27 @@ impl LoadAvg {
             }
             t += 1;
             if l == before {
-                break; // converged: further ticks change nothing
+                return (l, true); // converged: further ticks change nothing
             }
         }
-        l
+        (l, false)
+    }
+
+    /// Whether these averages are known to be a fixed point at load `raw` (every later tick
+    /// gives the same values); `false` when not known.
+    pub(crate) fn settled(&self, raw: u64) -> bool {
+        self.settled_raw == raw
     }
 
     pub(crate) fn caught_up(self, now_tick: u64, raw: u64) -> Self {
         if now_tick <= self.tick {
             return self;
         }
+        let (cpu_load, settled) = self.at(now_tick, raw);
         Self {
-            cpu_load: self.at(now_tick, raw),
+            cpu_load,
             tick: now_tick,
+            settled_raw: if settled { raw } else { u64::MAX },
         }
     }
 }
@@ -103,32 +126,41 @@ impl GroupLoad {
 /// the tick it was taken in until one of its CPUs' runqueue length changes.
 #[derive(Debug, Default)]
 pub(crate) struct GroupLoads {
-    /// Per group id: (tick + 1 it was taken in, 0 = none; the sums).
-    kept: std::cell::RefCell<Vec<(u64, GroupLoad)>>,
+    /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
+    kept: std::cell::RefCell<Vec<(u64, u64, GroupLoad)>>,
 }
 
 impl GroupLoads {
     pub(crate) fn new(groups: usize) -> Self {
         Self {
-            kept: std::cell::RefCell::new(vec![(0, GroupLoad::default()); groups]),
+            kept: std::cell::RefCell::new(vec![(1, 0, GroupLoad::default()); groups]),
         }
     }
 
-    /// The sums of group `id` at tick `tick`: kept ones, or `scan()`'s (then kept).
-    pub(crate) fn get(&self, id: u32, tick: u64, scan: impl FnOnce() -> GroupLoad) -> GroupLoad {
+    /// The sums of group `id` at tick `tick`: kept ones, or `scan()`'s (then kept). `scan`
+    /// also says whether every CPU's averages have settled (another tick changes none of them):
+    /// then the sums hold at every later tick too, until a runqueue of the group changes.
+    pub(crate) fn get(
+        &self,
+        id: u32,
+        tick: u64,
+        scan: impl FnOnce() -> (GroupLoad, bool),
+    ) -> GroupLoad {
         let mut kept = self.kept.borrow_mut();
         let entry = &mut kept[id as usize];
-        if entry.0 != tick + 1 {
-            *entry = (tick + 1, scan());
+        if !(entry.0..=entry.1).contains(&tick) {
+            let (sums, settled) = scan();
+            *entry = (tick, if settled { u64::MAX } else { tick }, sums);
         }
-        entry.1
+        entry.2
     }
 
     /// The runqueue of a CPU of these groups changed: their sums are stale.
     pub(crate) fn forget(&mut self, ids: &[u32]) {
         let kept = self.kept.get_mut();
         for &id in ids {
-            kept[id as usize].0 = 0;
+            kept[id as usize].0 = 1;
+            kept[id as usize].1 = 0;
         }
     }
 }

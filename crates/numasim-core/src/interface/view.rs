@@ -95,12 +95,16 @@ impl View<'_> {
         let tick = self.now / self.config.tick_ns;
         self.group_loads.get(group.id, tick, || {
             let mut sum = GroupLoad::default();
+            let mut settled = true;
             for c in group.span.iter() {
                 let cpu = &self.cpus[c];
-                sum.add(cpu.nr_running(), cpu.load_at(tick).cpu_load);
+                let load = cpu.load_at(tick);
+                let nr = cpu.nr_running();
+                settled = settled && load.settled(NICE_0_LOAD * nr as u64);
+                sum.add(nr, load.cpu_load);
             }
             sum.finish(group.weight);
-            sum
+            (sum, settled)
         })
     }
 
