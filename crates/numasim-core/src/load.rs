@@ -79,26 +79,37 @@ impl LoadAvg {
     }
 }
 
-/// What balancers read of one scheduling group: sums over its CPUs.
+/// What balancers read of one scheduling group at one load index: sums over its CPUs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupLoad {
     /// Runnable + running tasks.
     pub nr_running: u64,
     /// Instantaneous load (`NICE_0_LOAD` × nr_running).
     pub raw: u64,
-    /// Per load index (0 = instantaneous, `i` = `cpu_load[i − 1]`): 2.6.18 `source_load`, the
-    /// smaller of the decayed and the instantaneous load (a group balanced against).
-    pub source: [u64; 4],
+    /// 2.6.18 `source_load` at the index: the smaller of the decayed (`cpu_load[idx − 1]`, or
+    /// the instantaneous load at index 0) and the instantaneous load (a group balanced against).
+    pub source: u64,
     /// `target_load`, the larger (the balancing CPU's own group).
-    pub target: [u64; 4],
+    pub target: u64,
     /// `source` per unit of CPU power, 2.6.18's `avg_load`: sum × `SCHED_LOAD_SCALE` /
     /// `cpu_power`, with a power of `SCHED_LOAD_SCALE` per CPU.
-    pub avg_source: [u64; 4],
+    pub avg_source: u64,
     /// `target` per unit of CPU power.
-    pub avg_target: [u64; 4],
+    pub avg_target: u64,
 }
 
-impl GroupLoad {
+/// A group's sums at every load index (what is kept; [`GroupLoad`] is one index of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GroupSums {
+    nr_running: u64,
+    raw: u64,
+    source: [u64; 4],
+    target: [u64; 4],
+    avg_source: [u64; 4],
+    avg_target: [u64; 4],
+}
+
+impl GroupSums {
     /// Adds one CPU with `nr` tasks and decayed averages `avg` (`cpu_load[0..3]`).
     pub(crate) fn add(&mut self, nr: usize, avg: [u64; 3]) {
         let raw = NICE_0_LOAD * nr as u64;
@@ -120,6 +131,17 @@ impl GroupLoad {
             self.avg_target[i] = self.target[i] * NICE_0_LOAD / power;
         }
     }
+
+    fn at(&self, idx: usize) -> GroupLoad {
+        GroupLoad {
+            nr_running: self.nr_running,
+            raw: self.raw,
+            source: self.source[idx],
+            target: self.target[idx],
+            avg_source: self.avg_source[idx],
+            avg_target: self.avg_target[idx],
+        }
+    }
 }
 
 /// The sums of every distinct scheduling group ([`crate::domains::Group::id`]), each kept for
@@ -127,24 +149,26 @@ impl GroupLoad {
 #[derive(Debug, Default)]
 pub(crate) struct GroupLoads {
     /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
-    kept: std::cell::RefCell<Vec<(u64, u64, GroupLoad)>>,
+    kept: std::cell::RefCell<Vec<(u64, u64, GroupSums)>>,
 }
 
 impl GroupLoads {
     pub(crate) fn new(groups: usize) -> Self {
         Self {
-            kept: std::cell::RefCell::new(vec![(1, 0, GroupLoad::default()); groups]),
+            kept: std::cell::RefCell::new(vec![(1, 0, GroupSums::default()); groups]),
         }
     }
 
-    /// The sums of group `id` at tick `tick`: kept ones, or `scan()`'s (then kept). `scan`
+    /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or `scan()`'s
+    /// (then kept). `scan`
     /// also says whether every CPU's averages have settled (another tick changes none of them):
     /// then the sums hold at every later tick too, until a runqueue of the group changes.
     pub(crate) fn get(
         &self,
         id: u32,
         tick: u64,
-        scan: impl FnOnce() -> (GroupLoad, bool),
+        idx: usize,
+        scan: impl FnOnce() -> (GroupSums, bool),
     ) -> GroupLoad {
         let mut kept = self.kept.borrow_mut();
         let entry = &mut kept[id as usize];
@@ -152,7 +176,7 @@ impl GroupLoads {
             let (sums, settled) = scan();
             *entry = (tick, if settled { u64::MAX } else { tick }, sums);
         }
-        entry.2
+        entry.2.at(idx)
     }
 
     /// The runqueue of a CPU of these groups changed: their sums are stale.

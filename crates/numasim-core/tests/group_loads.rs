@@ -20,23 +20,19 @@ struct Checked {
     checks: usize,
 }
 
-fn scanned(v: &View<'_>, g: &numasim_core::Group) -> GroupLoad {
+fn scanned(v: &View<'_>, g: &numasim_core::Group, idx: usize) -> GroupLoad {
     let mut s = GroupLoad::default();
     for c in g.span.iter() {
         let raw = v.raw_load(c);
+        let l = v.cpu_load(c, idx);
         s.nr_running += v.nr_running(c) as u64;
         s.raw += raw;
-        for idx in 0..4 {
-            let l = v.cpu_load(c, idx);
-            s.source[idx] += l.min(raw);
-            s.target[idx] += l.max(raw);
-        }
+        s.source += l.min(raw);
+        s.target += l.max(raw);
     }
     let power = 128 * g.span.len() as u64;
-    for idx in 0..4 {
-        s.avg_source[idx] = s.source[idx] * 128 / power;
-        s.avg_target[idx] = s.target[idx] * 128 / power;
-    }
+    s.avg_source = s.source * 128 / power;
+    s.avg_target = s.target * 128 / power;
     s
 }
 
@@ -47,13 +43,10 @@ impl Checked {
         }
         for l in &v.domains.cpus[cpu] {
             for g in &l.groups {
-                assert_eq!(
-                    v.group_load(g),
-                    scanned(v, g),
-                    "at {} group {}",
-                    v.now,
-                    g.id
-                );
+                for idx in 0..4 {
+                    let (kept, fresh) = (v.group_load(g, idx), scanned(v, g, idx));
+                    assert_eq!(kept, fresh, "at {} group {} index {idx}", v.now, g.id);
+                }
                 self.checks += 1;
             }
         }

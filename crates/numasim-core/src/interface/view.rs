@@ -3,7 +3,7 @@
 use crate::config::EngineConfig;
 use crate::cpuset::CpuSet;
 use crate::domains::{Domains, Group};
-use crate::load::{GroupLoad, GroupLoads, NICE_0_LOAD};
+use crate::load::{GroupLoad, GroupLoads, GroupSums, NICE_0_LOAD};
 use crate::machine::{CpuId, Machine};
 use crate::state::{CpuState, GroupState, PState, ProcState};
 use crate::workload::{Kind, Workload};
@@ -88,13 +88,13 @@ impl View<'_> {
         self.overloaded
     }
 
-    /// The sums of `group`'s CPUs' loads now: what a scan of its CPUs with [`View::raw_load`],
-    /// [`View::cpu_load`] and [`View::nr_running`] would give, kept between scans of the
-    /// same tick (crate::load, step 3).
-    pub fn group_load(&self, group: &Group) -> GroupLoad {
+    /// The sums of `group`'s CPUs' loads now at load index `idx` (0 = instantaneous, `i` =
+    /// `cpu_load[i − 1]`): what a scan of its CPUs with [`View::raw_load`], [`View::cpu_load`]
+    /// and [`View::nr_running`] would give, kept between scans (crate::load, step 3).
+    pub fn group_load(&self, group: &Group, idx: usize) -> GroupLoad {
         let tick = self.now / self.config.tick_ns;
-        self.group_loads.get(group.id, tick, || {
-            let mut sum = GroupLoad::default();
+        self.group_loads.get(group.id, tick, idx, || {
+            let mut sum = GroupSums::default();
             let mut settled = true;
             for c in group.span.iter() {
                 let cpu = &self.cpus[c];

@@ -236,11 +236,11 @@ fn find_busiest_group(
         let local = g.local;
         // Sums of target_load (this group) or source_load (the others) over the group's CPUs,
         // and their averages (load_sum × SCALE / power).
-        let sums = v.group_load(g);
+        let sums = v.group_load(g, idx);
         let (load_sum, avg) = if local {
-            (sums.target[idx], sums.avg_target[idx])
+            (sums.target, sums.avg_target)
         } else {
-            (sums.source[idx], sums.avg_source[idx])
+            (sums.source, sums.avg_source)
         };
         let (nr, weighted) = (sums.nr_running, sums.raw);
         let pwr = power(g.weight);
@@ -598,11 +598,11 @@ fn find_idlest_group(v: &View<'_>, level: &Level, this_cpu: CpuId) -> Option<usi
         .all(|g| g.local == g.span.contains(this_cpu)));
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.local;
-        let sums = v.group_load(g);
+        let sums = v.group_load(g, idx);
         let avg = if local {
-            sums.avg_source[idx]
+            sums.avg_source
         } else {
-            sums.avg_target[idx]
+            sums.avg_target
         };
         if local {
             this_load = avg;
