@@ -26,45 +26,63 @@ use crate::machine::Machine;
 
 use super::{node_set, nodes_wrapping_from, plain_groups, Era, Era26Params, Interner, Level};
 
-/// Builds every CPU's multilevel hierarchy.
+/// Builds every CPU's multilevel hierarchy. The levels above the CPU level are the same for
+/// every CPU of a node (step 4): they are built once per node and cloned (shared sets).
 pub(crate) fn build(machine: &Machine, p: &Era26Params, shared: &mut Interner) -> Vec<Vec<Level>> {
+    let mut per_node: Vec<Option<Vec<Option<Level>>>> = vec![None; machine.nodes()];
     (0..machine.cpus())
         .map(|cpu| {
             let node = machine.cpu_node(cpu);
-            let mut distances: Vec<u32> = (0..machine.nodes())
-                .map(|k| machine.distance(node, k))
-                .collect();
-            distances.sort_unstable();
-            distances.dedup();
-            let chain = distances
+            let local = machine.distance(node, node);
+            let levels = per_node[node].get_or_insert_with(|| node_levels(machine, p, node));
+            let chain = levels
                 .iter()
-                .map(|&d| {
-                    if d == machine.distance(node, node) {
+                .map(|level| match level {
+                    Some(numa) => numa.clone(),
+                    None => {
                         let span = node_set(machine, node);
                         let groups = plain_groups(
                             span.iter_wrap(cpu)
                                 .map(|c| CpuSet::from_ids(machine.cpus(), [c])),
                         );
                         Level::new("CPU".into(), span, groups, p.in_node.clone())
-                    } else {
-                        let members: Vec<usize> = nodes_wrapping_from(machine, node)
-                            .into_iter()
-                            .filter(|&k| machine.distance(node, k) <= d)
-                            .collect();
-                        let mut span = CpuSet::empty(machine.cpus());
-                        for &k in &members {
-                            span.union_with(&node_set(machine, k));
-                        }
-                        Level::new(
-                            format!("NUMA{d}"),
-                            span,
-                            plain_groups(members.iter().map(|&k| node_set(machine, k))),
-                            p.node.clone(),
-                        )
                     }
                 })
                 .collect();
+            debug_assert!(levels.iter().filter(|l| l.is_none()).count() == 1 && local > 0);
             shared.chain(cpu, Era::Linux26.attach(chain))
+        })
+        .collect()
+}
+
+/// One level per distinct distance from `node`, increasing: `None` for the node's own distance
+/// (the CPU level, which differs per CPU), else the level of the nodes at that distance or less.
+fn node_levels(machine: &Machine, p: &Era26Params, node: usize) -> Vec<Option<Level>> {
+    let mut distances: Vec<u32> = (0..machine.nodes())
+        .map(|k| machine.distance(node, k))
+        .collect();
+    distances.sort_unstable();
+    distances.dedup();
+    distances
+        .iter()
+        .map(|&d| {
+            if d == machine.distance(node, node) {
+                return None;
+            }
+            let members: Vec<usize> = nodes_wrapping_from(machine, node)
+                .into_iter()
+                .filter(|&k| machine.distance(node, k) <= d)
+                .collect();
+            let mut span = CpuSet::empty(machine.cpus());
+            for &k in &members {
+                span.union_with(&node_set(machine, k));
+            }
+            Some(Level::new(
+                format!("NUMA{d}"),
+                span,
+                plain_groups(members.iter().map(|&k| node_set(machine, k))),
+                p.node.clone(),
+            ))
         })
         .collect()
 }
