@@ -158,6 +158,7 @@ impl<'a> State<'a> {
             held: &self.held,
             overloaded: &self.overloaded,
             group_loads: &self.group_loads,
+            tick: self.now / self.config.tick_ns,
         }
     }
 

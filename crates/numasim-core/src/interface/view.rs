@@ -23,6 +23,8 @@ pub struct View<'a> {
     pub(crate) held: &'a std::collections::BTreeSet<Pid>,
     pub(crate) overloaded: &'a CpuSet,
     pub(crate) group_loads: &'a GroupLoads,
+    /// `now / tick_ns`: the tick whose load averages it reads (divided once per view).
+    pub(crate) tick: u64,
 }
 
 /// A process as a policy sees it.
@@ -79,7 +81,7 @@ impl View<'_> {
             return self.raw_load(cpu);
         }
         self.cpus[cpu]
-            .load_at(self.now / self.config.tick_ns)
+            .load_at(self.tick)
             .cpu_load[idx - 1]
     }
 
@@ -92,7 +94,7 @@ impl View<'_> {
     /// `cpu_load[i − 1]`): what a scan of its CPUs with [`View::raw_load`], [`View::cpu_load`]
     /// and [`View::nr_running`] would give, kept between scans (crate::load, step 3).
     pub fn group_load(&self, group: &Group, idx: usize) -> GroupLoad {
-        let tick = self.now / self.config.tick_ns;
+        let tick = self.tick;
         self.group_loads.get(group.id, tick, idx, || {
             let mut sum = GroupSums::default();
             let mut settled = true;
