@@ -19,7 +19,7 @@ from numasim import _core
 from numasim._core import InputError
 from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
-from numasim.experiment import Interrupted
+from numasim.errors import Interrupted
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
