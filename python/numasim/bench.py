@@ -12,7 +12,6 @@ import resource
 import subprocess
 import sys
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from numasim.machine import Machine
 
 
 def _bench_dir() -> Path:
-    return Path(str(resources.files("numasim") / "data" / "bench"))
+    return Path(__file__).parent / "data" / "bench"
 
 
 def scenarios() -> list[dict[str, Any]]:
