@@ -721,10 +721,7 @@ def execute(
             _check_specs(exp, machines)
             infos = {name: json.dumps(m.info) for name, m in machines.items()}
             jobs = jobs or os.cpu_count() or 1
-            # Largest process counts first: the sweep ends on small batches, not with one
-            # worker finishing a 500-process batch while the others idle (rows do not depend
-            # on the order).
-            batches = sorted(plan(todo, jobs, exp.replications), key=lambda b: -b[0].n)
+            batches = plan(todo, jobs, exp.replications)
             with _executor(jobs, cluster) as ex:
                 try:
                     futures = {ex.submit(run_batch, *_task(b, infos)): b for b in batches}
