@@ -350,3 +350,38 @@ def test_compare_takes_policy_options(run, tmp_path):
     assert r.code == 0, r.err
     policies = [row["policy"] for row in json.loads(r.out)["rows"]]
     assert policies == ["origin-aware:v1=off,v2=off", "origin-aware@multilevel"]
+
+
+@pytest.mark.parametrize(
+    "spec", ["n=60,kind=mixed,exec=50-400,arrival=random", "app=canneal:4+x264:3"]
+)
+def test_a_worker_reads_the_same_summary_as_a_full_run(spec):
+    """Workers ask the core for the summary (and applications) only: it must be exactly the
+    full result's, for plain and for application workloads."""
+    from numasim import _core
+    from numasim.machine import Machine
+
+    m = Machine.preset("mehta-m3")._core
+    w = _core.Workload.generate(m, spec, 11)
+    d = _core.Domains.build(m, "multilevel")
+    assert d.builder == "multilevel"
+    for policy in ("linux26", "origin-aware"):
+        full = json.loads(_core.simulate(m, w, policy, "multilevel", False, "memory=parent"))
+        short = json.loads(_core.simulate_summary(m, d, w, policy, "memory=parent"))
+        expected = {"summary": full["summary"]} | ({"apps": full["apps"]} if "apps" in full else {})
+        assert short == expected
+        assert ("apps" in short) == spec.startswith("app=")
+
+
+def test_domains_serve_only_the_machine_they_were_built_for():
+    from numasim import _core
+    from numasim.machine import Machine
+
+    m = Machine.preset("mehta-m3")._core
+    other = Machine.preset("mehta-m3")._core  # the same file, another object
+    d = _core.Domains.build(m, "flat")
+    w = _core.Workload.generate(m, "n=5", 1)
+    with pytest.raises(ValueError, match="built for another machine"):
+        _core.simulate_summary(other, d, w, "linux26")
+    with pytest.raises(_core.InputError, match="unknown"):
+        _core.Domains.build(m, "flatter")

@@ -193,3 +193,30 @@ def test_bench_reports_each_scenario_without_judging_speed(run):
     assert a["events"] > 0 and a["peak_rss_mb"] > 0
     bad = run("bench", "--only", "z")
     assert (bad.code, bad.err) == (2, "numasim: error: unknown scenario z; known: a, b, c, d\n")
+
+
+def test_a_small_run_imports_no_dataframe_library():
+    """`numasim run` prints its text summary from the engine's dicts: pandas (and pyarrow,
+    matplotlib, scipy, pydantic) cost more to import than a small run takes (issue 16)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from numasim.cli import main; "
+        "rc = main(['run', '--machine', 'mehta-m1', '--workload', 'n=10,kind=cpu,exec=200']); "
+        "heavy = ('pandas', 'numpy', 'pyarrow', 'matplotlib', 'scipy', 'pydantic', 'yaml'); "
+        "print(rc, sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "0 []"
+    assert "10 processes" in out.stdout
+
+
+def test_result_frames_are_made_when_read():
+    m = Machine.preset("mehta-m3")
+    r = simulate(m, "n=12,kind=mixed", seed=2)
+    assert "processes" not in vars(r)  # not built yet
+    assert len(r.processes) == 12 and "migrations_pull" in r.processes.columns
+    assert r.processes is r.processes  # built once
+    assert r.summary.loc[0, "processes"] == 12 == r.raw_summary["processes"]
+    assert r.events == r.raw["events"] > 0

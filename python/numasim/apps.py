@@ -31,7 +31,6 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +209,7 @@ class Mix:
 
 
 def mixes_dir() -> Path:
-    return Path(str(resources.files("numasim") / "data" / "mixes"))
+    return Path(__file__).parent / "data" / "mixes"
 
 
 def shipped_mixes() -> list[str]:

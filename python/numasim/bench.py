@@ -3,6 +3,9 @@
 Each scenario runs in a fresh Python process, so its peak memory (``ru_maxrss``) is its own.
 The reported wall time is the fastest of ``repeat`` runs of the engine phase (domain building and
 workload generation are reported apart).
+
+``--scaling`` (data/bench/scaling.toml) sweeps the cost per process from 128 to 4 096 CPUs at
+equal load, a fresh process per point; ``--peer simso`` is numasim.peer.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import resource
 import subprocess
 import sys
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from numasim.machine import Machine
 
 
 def _bench_dir() -> Path:
-    return Path(str(resources.files("numasim") / "data" / "bench"))
+    return Path(__file__).parent / "data" / "bench"
 
 
 def scenarios() -> list[dict[str, Any]]:
@@ -77,5 +79,65 @@ def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
+# --- the scaling sweep (--scaling) ---------------------------------------------------------
+
+
+def scaling() -> dict[str, Any]:
+    """data/bench/scaling.toml: machines, processes per CPU, workload template, seed, policy,
+    domains."""
+    return tomllib.loads((_bench_dir() / "scaling.toml").read_text())
+
+
+def scaling_point(machine: str) -> dict[str, Any]:
+    """One point of the sweep in this process: n = processes_per_cpu × the machine's CPUs."""
+    sw = scaling()
+    m = _machine(machine)
+    n = sw["processes_per_cpu"] * m.cpus
+    r = json.loads(_core.bench_run(m._core, f"n={n},{sw['workload']}", sw["seed"], sw["policy"],
+                                   sw["domains"]))  # fmt: skip
+    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    r["us_per_process"] = r["run_s"] / r["processes"] * 1e6
+    r["machine"] = machine
+    return r
+
+
+def scaling_cpus() -> dict[str, int]:
+    """CPUs of each machine of the sweep, by machine file."""
+    return {name: _machine(name).cpus for name in scaling()["machines"]}
+
+
+def run_scaling(cpus: list[int] | None = None) -> list[dict[str, Any]]:
+    """Every point (or those with the given CPU counts), each in a fresh process."""
+    out = []
+    for name, c in scaling_cpus().items():
+        if cpus and c not in cpus:
+            continue
+        proc = subprocess.run([sys.executable, "-m", "numasim.bench", "--scaling-point", name],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        out.append(json.loads(proc.stdout))
+    return out
+
+
+def scaling_text(points: list[dict[str, Any]]) -> str:
+    """The sweep as a table, then the ratio of the largest to the smallest per-process cost."""
+    sw = scaling()
+    lines = [f"{sw['policy']} over {sw['domains']} domains, {sw['processes_per_cpu']} processes "
+             f"per CPU ({sw['workload']}), seed {sw['seed']}; each point in a fresh process",
+             f"{'CPUs':>6} {'processes':>10} {'run s':>9} {'µs/process':>11} {'events':>11} "
+             f"{'peak MB':>8}"]  # fmt: skip
+    for p in points:
+        lines.append(f"{p['cpus']:>6} {p['processes']:>10} {p['run_s']:>9.3f} "
+                     f"{p['us_per_process']:>11.1f} {p['events']:>11} "
+                     f"{p['peak_rss_mb']:>8.0f}")  # fmt: skip
+    costs = [p["us_per_process"] for p in points]
+    hi, lo = points[costs.index(max(costs))], points[costs.index(min(costs))]
+    lines.append(f"largest / smallest per-process cost: {max(costs) / min(costs):.2f}× "
+                 f"({hi['cpus']} vs {lo['cpus']} CPUs)")  # fmt: skip
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(json.dumps(run_one(sys.argv[1])))
+    if sys.argv[1] == "--scaling-point":
+        print(json.dumps(scaling_point(sys.argv[2])))
+    else:
+        print(json.dumps(run_one(sys.argv[1])))

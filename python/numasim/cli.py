@@ -19,7 +19,7 @@ from numasim import _core
 from numasim._core import InputError
 from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
-from numasim.experiment import Interrupted
+from numasim.errors import Interrupted
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
@@ -250,17 +250,39 @@ def trace(saved: str, trace_file: str | None, trace_window: str | None,
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--only", default=None, help="Comma-separated scenario names (default: all).")
-def bench(as_json: bool, only: str | None) -> None:
+@click.option(
+    "--only",
+    default=None,
+    help="Comma-separated scenario names (default: all); with --scaling, CPU counts.",
+)
+@click.option(
+    "--scaling",
+    is_flag=True,
+    help="Sweep the cost per process from 128 to 4 096 CPUs at equal load "
+    "(data/bench/scaling.toml; the largest point can take minutes).",
+)
+@click.option("--peer", type=click.Choice(["simso"]), default=None,
+              help="Run the matched scenarios (data/bench/peer.toml) in numasim and in this "
+              "simulator too: times in-process and whole-process, and their ratios "
+              "(pip install 'numasim[peer]').")  # fmt: skip
+def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None) -> None:
     """Run the fixed benchmark scenarios: wall time, events, events/s, peak memory."""
-    from numasim.bench import run_all, scenarios
+    from numasim import bench as b
 
+    if scaling and peer:
+        raise click.UsageError("--scaling and --peer are separate benchmarks; choose one")
     names = only.split(",") if only else None
-    known = {s["name"] for s in scenarios()}
+    if scaling:
+        _bench_scaling(names, as_json)
+        return
+    if peer:
+        _bench_peer(peer, names, as_json)
+        return
+    known = {s["name"] for s in b.scenarios()}
     if names and not set(names) <= known:
         unknown = ", ".join(sorted(set(names) - known))
         raise click.UsageError(f"unknown scenario {unknown}; known: {', '.join(sorted(known))}")
-    results = run_all(names)
+    results = b.run_all(names)
     if as_json:
         click.echo(json.dumps(results))
         return
@@ -272,6 +294,35 @@ def bench(as_json: bool, only: str | None) -> None:
             f"per process {r['run_s'] / r['processes'] * 1e6:.2f} µs; "
             f"generate {r['generate_s'] * 1e3:.1f} ms, domains {r['domains_s'] * 1e3:.1f} ms"
         )
+
+
+def _bench_scaling(names: list[str] | None, as_json: bool) -> None:
+    from numasim import bench as b
+
+    known = sorted(b.scaling_cpus().values())
+    try:
+        cpus = [int(n) for n in names] if names else None
+    except ValueError:
+        cpus = [-1]
+    if cpus and not set(cpus) <= set(known):
+        raise click.UsageError(
+            f"--only with --scaling takes CPU counts of the sweep: {', '.join(map(str, known))}"
+        )
+    points = b.run_scaling(cpus)
+    click.echo(json.dumps(points) if as_json else b.scaling_text(points))
+
+
+def _bench_peer(peer: str, names: list[str] | None, as_json: bool) -> None:
+    from numasim import peer as p
+
+    known = {s["name"] for s in p.scenarios()}
+    if names and not set(names) <= known:
+        unknown = ", ".join(sorted(set(names) - known))
+        raise click.UsageError(
+            f"unknown peer scenario {unknown}; known: {', '.join(sorted(known))}"
+        )
+    results = p.run(peer, names)
+    click.echo(json.dumps(results) if as_json else p.text(peer, results))
 
 
 TRACE_WARN_BYTES = 100 * 2**20

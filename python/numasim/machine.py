@@ -6,11 +6,8 @@ import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from numasim import _core
 from numasim._core import InputError
@@ -21,7 +18,9 @@ _YAML_SUFFIXES = {".yaml", ".yml"}
 
 
 def _preset_dir() -> Path:
-    return Path(str(resources.files("numasim") / "data" / "machines"))
+    # The package's data are files beside its modules (it ships a compiled core, so it is never
+    # imported from a zip): no importlib.resources, whose import costs more than a small run.
+    return Path(__file__).parent / "data" / "machines"
 
 
 @dataclass(frozen=True)
@@ -110,6 +109,8 @@ class Machine:
 
     @classmethod
     def _from_yaml(cls, path: Path) -> Machine:
+        import yaml  # only YAML machine files need it
+
         text = read_text(path, "the machine file", "a machine file is TOML or YAML text")
         try:
             data = yaml.safe_load(text)

@@ -127,7 +127,7 @@ def summary_text(machine: str, policy: str, builder: str, result: Any) -> str:
     s = result.raw_summary
     lines = [f"{machine} · {policy} over {builder} domains · {s['processes']} processes",
              describe(result.assumptions)]  # fmt: skip
-    for label, text in summary_items(s, result.processes):
+    for label, text in summary_items(s, result.raw["processes"]):
         lines.append(f"{label:<12} {text}" if len(label) <= 12 else f"{label}  {text}")
     apps = result.raw.get("apps")
     if apps:

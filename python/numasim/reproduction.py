@@ -59,7 +59,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from numasim import assumptions as assume
 from numasim import report, run_report, stats
@@ -418,6 +417,8 @@ def trend(ns: list[int], values: list[float]) -> tuple[str, float]:
     x, y = zip(*pairs, strict=True)
     if len(set(y)) == 1:
         return "no clear trend", 0.0
+    from scipy import stats as sps  # here only: its import costs a second
+
     rho = float(sps.spearmanr(x, y).statistic)
     if rho >= TREND_RHO:
         return "rises", rho

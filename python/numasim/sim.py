@@ -1,18 +1,24 @@
-"""Workloads and single runs: ``Workload.generate``, ``simulate``, results as DataFrames."""
+"""Workloads and single runs: ``Workload.generate``, ``simulate``, results as DataFrames.
+
+pandas is imported when a DataFrame is first asked for, not with this module: a run printed as
+text (``numasim run``) never needs it, and importing it costs more than a small run (issue 16).
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from numasim import _core, assumptions
 from numasim._core import InputError
 from numasim.assumptions import Setting
 from numasim.machine import Machine, check_builder, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WORKLOAD_SUFFIXES = {".csv", ".json"}
 #: Columns of ``Result.apps``: ``app`` labels each application (numasim.apps.app_labels), the
@@ -64,11 +70,14 @@ class Workload:
     def resolve(cls, machine: Machine, spec_or_path: str, seed: int = 0) -> Workload:
         """What the CLI's --workload names: a mix (a ``.toml`` file or a shipped mix's name), a
         workload file if one exists there, else a spec."""
-        from numasim.apps import MIX_SUFFIX, is_mix_name
-
         path = Path(spec_or_path)
-        if path.suffix.lower() == MIX_SUFFIX or is_mix_name(spec_or_path):
-            return cls.mix(machine, spec_or_path, seed)
+        # Only a .toml file or text without '=' can name a mix: a spec needs no numasim.apps
+        # (and its pydantic schema) imported.
+        if path.suffix.lower() == ".toml" or "=" not in spec_or_path:
+            from numasim.apps import MIX_SUFFIX, is_mix_name
+
+            if path.suffix.lower() == MIX_SUFFIX or is_mix_name(spec_or_path):
+                return cls.mix(machine, spec_or_path, seed)
         if path.suffix.lower() in WORKLOAD_SUFFIXES or path.is_file():
             w = cls.load(path)
             w._core.validate(machine._core, str(path))
@@ -90,6 +99,8 @@ class Workload:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per process."""
+        import pandas as pd
+
         return pd.DataFrame(json.loads(self._core.to_json())["processes"])
 
     def __len__(self) -> int:
@@ -101,18 +112,49 @@ _VECTOR_FIELDS = ("utilisation_per_cpu", "migrations_by_level", "far_by_level", 
 
 @dataclass
 class Result:
-    """One run: ``processes`` and ``summary`` as DataFrames, the raw summary dict, the trace;
-    ``raw_json`` is the engine's result as it came (what a saved run keeps)."""
+    """One run: ``processes``, ``summary`` and ``trace`` as DataFrames (made when first read),
+    the raw summary dict; ``raw`` is the engine's result parsed, ``raw_json`` its text as it
+    came (what a saved run keeps)."""
 
-    processes: pd.DataFrame
-    summary: pd.DataFrame
-    raw_summary: dict[str, Any]
-    trace: pd.DataFrame = field(default_factory=pd.DataFrame)
-    events: int = 0
-    raw: dict[str, Any] = field(default_factory=dict)
-    raw_json: str = ""
+    raw: dict[str, Any] = field(repr=False)
+    raw_json: str = field(default="", repr=False)
     #: The modelling assumptions the run was made under (name → value, registry order).
     assumptions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def raw_summary(self) -> dict[str, Any]:
+        """The engine's summary of the run (what ``numasim run --json`` prints)."""
+        return self.raw["summary"]
+
+    @property
+    def events(self) -> int:
+        """Events the engine processed."""
+        return self.raw["events"]
+
+    @cached_property
+    def processes(self) -> pd.DataFrame:
+        """One row per process; ``migrations_by_kind`` as one ``migrations_<kind>`` column per
+        kind."""
+        import pandas as pd
+
+        procs = pd.DataFrame(self.raw["processes"])
+        for i, kind in enumerate(_core.migration_kinds()):
+            procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
+        return procs.drop(columns=["migrations_by_kind"])
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """The summary as one row (per-level lists summed into ``balance_*`` columns)."""
+        import pandas as pd
+
+        return pd.DataFrame([_summary_row(self.raw["summary"])])
+
+    @cached_property
+    def trace(self) -> pd.DataFrame:
+        """Running intervals (``cpu``, ``pid``, ``start_ns``, ``end_ns``): a traced run's."""
+        import pandas as pd
+
+        return pd.DataFrame(self.raw["trace"], columns=["cpu", "pid", "start_ns", "end_ns"])
 
     @property
     def apps(self) -> pd.DataFrame:
@@ -124,6 +166,8 @@ class Result:
 
 def app_frame(apps: list[dict[str, Any]]) -> pd.DataFrame:
     """``raw["apps"]`` as a DataFrame with ``APP_COLUMNS``, labelled by ``apps.app_labels``."""
+    import pandas as pd
+
     from numasim.apps import app_labels
 
     rows = [{"app": label, **a} for label, a in zip(app_labels(apps), apps, strict=True)]
@@ -174,22 +218,7 @@ def simulate(
     raw_json = _core.simulate(
         machine._core, workload._core, policy, builder, trace, assumptions.canonical(resolved)
     )
-    raw = json.loads(raw_json)
-    kinds = _core.migration_kinds()
-    procs = pd.DataFrame(raw["processes"])
-    for i, kind in enumerate(kinds):
-        procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
-    procs = procs.drop(columns=["migrations_by_kind"])
-    return Result(
-        processes=procs,
-        summary=pd.DataFrame([_summary_row(raw["summary"])]),
-        raw_summary=raw["summary"],
-        trace=pd.DataFrame(raw["trace"], columns=["cpu", "pid", "start_ns", "end_ns"]),
-        events=raw["events"],
-        raw=raw,
-        raw_json=raw_json,
-        assumptions=resolved,
-    )
+    return Result(raw=json.loads(raw_json), raw_json=raw_json, assumptions=resolved)
 
 
 #: Seeds are unsigned 64-bit integers, as the core's generators take them.

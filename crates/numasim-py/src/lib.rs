@@ -246,6 +246,63 @@ fn simulate(
     .map_err(input_err)
 }
 
+/// A machine's scheduling domains built once, for many runs on that machine (an experiment's
+/// worker runs thousands); `simulate_summary` takes them.
+#[pyclass(frozen, module = "numasim._core")]
+struct Domains {
+    inner: numasim_core::Domains,
+    /// The machine they were built for: runs on any other machine are refused.
+    machine: Py<Machine>,
+}
+
+#[pymethods]
+impl Domains {
+    /// Builds `builder`'s domains for `machine`.
+    #[staticmethod]
+    fn build(py: Python<'_>, machine: Bound<'_, Machine>, builder: &str) -> PyResult<Self> {
+        let b: Builder = builder.parse().map_err(input_err)?;
+        let inner = {
+            let m = &machine.get().inner;
+            py.detach(|| b.build(m, &BuildOptions::default()))
+        };
+        Ok(Self {
+            inner,
+            machine: machine.unbind(),
+        })
+    }
+
+    #[getter]
+    fn builder(&self) -> &'static str {
+        self.inner.builder.name()
+    }
+}
+
+/// Runs `workload` on `machine` over prebuilt `domains` with `policy`; only the summary (and
+/// the applications, when the workload has any) as JSON text: what an experiment reads.
+#[pyfunction]
+#[pyo3(signature = (machine, domains, workload, policy, assume=""))]
+fn simulate_summary(
+    py: Python<'_>,
+    machine: &Bound<'_, Machine>,
+    domains: &Domains,
+    workload: &Workload,
+    policy: &str,
+    assume: &str,
+) -> PyResult<String> {
+    if !domains.machine.bind(py).is(machine) {
+        return Err(PyValueError::new_err(
+            "domains were built for another machine object (Domains.build(machine, builder))",
+        ));
+    }
+    let (m, d, w) = (&machine.get().inner, &domains.inner, &workload.inner);
+    let config = EngineConfig {
+        assumptions: Assumptions::parse("assumptions", assume).map_err(input_err)?,
+        ..EngineConfig::default()
+    };
+    py.detach(|| numasim_core::run_policy(m, d, w, policy, &config).map(|r| r.summary_json()))
+        .map_err(input_err)
+}
+
 /// The Perfetto trace-event JSON (text) of a traced run given as its JSON text (`simulate`'s
 /// result or a saved run), restricted to `[start_ms, end_ms]` when given.
 #[pyfunction]
@@ -379,7 +436,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Machine>()?;
     m.add_class::<Workload>()?;
     m.add_function(wrap_pyfunction!(builders, m)?)?;
+    m.add_class::<Domains>()?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_summary, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(bench_run, m)?)?;

@@ -133,6 +133,29 @@ pub struct RunResult {
     pub apps: Vec<AppResult>,
 }
 
+/// What an experiment's worker reads of a run (`RunResult::summary_json`): the summary, and the
+/// applications when the workload has any. Borrowed, so nothing is copied to serialise it.
+#[derive(Serialize)]
+struct SummaryOnly<'a> {
+    summary: &'a Summary,
+    #[serde(skip_serializing_if = "<[AppResult]>::is_empty")]
+    apps: &'a [AppResult],
+}
+
+impl RunResult {
+    /// `{"summary": {...}, "apps": [...]}` as JSON text: the run's summary and, for a workload
+    /// with applications, their results (`"apps"` absent otherwise) — the same values, written
+    /// the same way, as in the full result, without the per-process results, the trace and its
+    /// events. An experiment reads only these, for thousands of runs (issue 16).
+    pub fn summary_json(&self) -> String {
+        let view = SummaryOnly {
+            summary: &self.summary,
+            apps: &self.apps,
+        };
+        serde_json::to_string(&view).expect("serialisable")
+    }
+}
+
 /// What one application (a structured thread group) experienced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AppResult {
@@ -435,4 +458,45 @@ fn app_results(s: &State<'_>, processes: &[ProcResult]) -> Vec<AppResult> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use crate::config::EngineConfig;
+    use crate::domains::{BuildOptions, Builder};
+    use crate::workload::WorkloadSpec;
+
+    fn run(spec: &str) -> super::RunResult {
+        let path = format!(
+            "{}/../../python/numasim/data/machines/mehta-m3.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let m = crate::machine::file::read(std::path::Path::new(&path)).unwrap();
+        let w = WorkloadSpec::parse("test", spec)
+            .and_then(|s| s.generate("test", 7, m.node_cpu_lists()))
+            .unwrap();
+        let d = Builder::Multilevel.build(&m, &BuildOptions::default());
+        crate::run_policy(&m, &d, &w, "linux26", &EngineConfig::default()).unwrap()
+    }
+
+    /// The summary-only text holds exactly the full result's summary (and applications), so
+    /// an experiment's rows read from either are the same.
+    #[test]
+    fn summary_json_is_the_full_results_summary() {
+        for (spec, has_apps) in [
+            ("n=40,kind=mixed,exec=100,arrival=random", false),
+            ("app=canneal:4+x264:3", true),
+        ] {
+            let r = run(spec);
+            let full: Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            let short: Value = serde_json::from_str(&r.summary_json()).unwrap();
+            assert_eq!(short["summary"], full["summary"], "{spec}");
+            assert_eq!(short.get("apps"), full.get("apps"), "{spec}");
+            assert_eq!(short.get("apps").is_some(), has_apps, "{spec}");
+            let keys: Vec<&String> = short.as_object().unwrap().keys().collect();
+            assert_eq!(keys.len(), 1 + usize::from(has_apps), "{spec}: {keys:?}");
+        }
+    }
 }
