@@ -80,9 +80,7 @@ impl View<'_> {
         if idx == 0 {
             return self.raw_load(cpu);
         }
-        self.cpus[cpu]
-            .load_at(self.tick)
-            .cpu_load[idx - 1]
+        self.cpus[cpu].load_at(self.tick).cpu_load[idx - 1]
     }
 
     /// The CPUs with two or more runnable tasks (the only ones a pull can take from).

@@ -35,6 +35,10 @@
 //!    That is the `wake=previous` modelling assumption; under `wake=idlest` (the papers'
 //!    description of Linux) a waking task is placed as a new one is, by rule 6 from where it slept.
 //!
+//! How it reads the loads (results as a CPU-by-CPU scan; crate::load): group sums come from
+//! `View::group_load`, kept per group within a tick; a level none of whose CPUs has two tasks
+//! has no busiest group (`View::overloaded`), so `find_busiest_group` returns without a scan.
+//!
 //! Choices where the model is coarser than the kernel (documented in docs/policies/linux26.md):
 //! one priority array (no expired array, no interactivity bonus, no preemption on wake-up); a
 //! task that never ran is cache-cold; the exec-time placement pass is not repeated after the fork
