@@ -538,6 +538,12 @@ RUN_CORPUS = [
      "--workload: key n: '99999999999999999999999' is not a process count"),
     ("spec-exec-inf", None, "n=5,exec=inf", "linux26",
      "--workload: key exec: inf ms must be a non-negative time"),
+    ("spec-exec-million-years", None, "n=5,exec=2582592602330572.0", "linux26",
+     "--workload: key exec: 2582592602330572.0 ms is longer than numasim simulates "
+     "(9007199254 ms, about 104 days)"),
+    ("csv-demand-too-long", "a.csv", _H + _R + "1,1,0,10000000000000000,cpu,0.5,0,1,1,1\n",
+     "linux26", "{path}: process 1 (pid 1): a time of 10000000000000000 ns is longer than "
+     "numasim simulates (9007199254740992 ns, about 104 days)"),
     ("policy-option-twice", None, "n=5", "origin-aware:v1=on,v1=off",
      "--policy: policy option 'v1' is given twice"),
     ("policy-min-load-nan", None, "n=5", "origin-aware:min-load=nan",

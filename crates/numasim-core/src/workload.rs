@@ -35,6 +35,11 @@ pub type Pid = usize;
 
 const MS: f64 = 1e6;
 
+/// The longest time a workload may give (2^53 ns, about 104 days): the engine counts work in
+/// f64 ns, exact to the nanosecond up to here, and a longer time would be a run nobody waits for
+/// (a million-year demand used to be accepted and simulated forever).
+pub const MAX_TIME_NS: u64 = 1 << 53;
+
 /// What a process does with the CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -197,7 +202,18 @@ fn ms_to_ns(origin: &str, key: &str, v: &str) -> Result<u64> {
                 .at(format!("key {key}")),
         );
     }
-    Ok((ms * MS).round() as u64)
+    let ns = (ms * MS).round();
+    if ns > MAX_TIME_NS as f64 {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "{v} ms is longer than numasim simulates ({} ms, about 104 days)",
+                MAX_TIME_NS / 1_000_000
+            ),
+        )
+        .at(format!("key {key}")));
+    }
+    Ok(ns as u64)
 }
 
 fn positive_ms(origin: &str, key: &str, v: &str) -> Result<u64> {
@@ -668,6 +684,20 @@ impl Workload {
             }
             if p.demand_ns == 0 {
                 return Err(InputError::new(origin, "demand must be positive").at(at()));
+            }
+            let longest = p
+                .demand_ns
+                .max(p.arrival_ns)
+                .max(p.burst_mean_ns)
+                .max(p.wait_mean_ns);
+            if longest > MAX_TIME_NS {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "a time of {longest} ns is longer than numasim simulates ({MAX_TIME_NS} ns, about 104 days)"
+                    ),
+                )
+                .at(at()));
             }
             if !(0.0..=1.0).contains(&p.mem) {
                 return Err(InputError::new(
