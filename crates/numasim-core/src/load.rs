@@ -10,7 +10,8 @@
 //! 2. Catching up stops early once the averages converge (further ticks change nothing).
 //! 3. Balancers sum these loads over a scheduling group's CPUs for every group of a level
 //!    (`find_busiest_group`, `find_idlest_group`). The sums of a group are kept for the tick
-//!    they were taken in ([`GroupLoads`]) and dropped when one of its CPUs' runqueue changes:
+//!    they were taken in ([`GroupLoads`]); when one of its CPUs' runqueue changes within that
+//!    tick they trade that CPU's old contribution for its new one (otherwise they are dropped):
 //!    every CPU that balances at that tick reads them, and the top level of a 1 024-CPU machine
 //!    has 64 groups rather than 1 024 CPUs. A load read at tick t depends only on the CPU's
 //!    runqueue length and t, so a kept sum is the sum a fresh scan would give.
@@ -123,6 +124,19 @@ impl GroupSums {
         }
     }
 
+    /// Takes back what [`GroupSums::add`] added for a CPU with `nr` tasks and averages `avg`.
+    fn remove(&mut self, nr: usize, avg: [u64; 3]) {
+        let raw = NICE_0_LOAD * nr as u64;
+        self.nr_running -= nr as u64;
+        self.raw -= raw;
+        self.source[0] -= raw;
+        self.target[0] -= raw;
+        for (i, a) in avg.into_iter().enumerate() {
+            self.source[i + 1] -= a.min(raw);
+            self.target[i + 1] -= a.max(raw);
+        }
+    }
+
     /// Sets the averages of a group of `cpus` CPUs once its CPUs are added.
     pub(crate) fn finish(&mut self, cpus: usize) {
         let power = NICE_0_LOAD * cpus as u64;
@@ -145,17 +159,25 @@ impl GroupSums {
 }
 
 /// The sums of every distinct scheduling group ([`crate::domains::Group::id`]), each kept for
-/// the tick it was taken in until one of its CPUs' runqueue length changes.
+/// the tick it was taken in (or longer, settled) and brought up to date when one of its CPUs'
+/// runqueue length changes within that tick.
 #[derive(Debug, Default)]
 pub(crate) struct GroupLoads {
     /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
     kept: std::cell::RefCell<Vec<(u64, u64, GroupSums)>>,
+    /// CPUs per group id (for its averages).
+    weights: Vec<usize>,
+    /// Per CPU: the task count the kept sums hold for it.
+    nr: Vec<usize>,
 }
 
 impl GroupLoads {
-    pub(crate) fn new(groups: usize) -> Self {
+    /// For groups of `weights` CPUs on a machine of `cpus` CPUs, every runqueue empty.
+    pub(crate) fn new(weights: Vec<usize>, cpus: usize) -> Self {
         Self {
-            kept: std::cell::RefCell::new(vec![(1, 0, GroupSums::default()); groups]),
+            kept: std::cell::RefCell::new(vec![(1, 0, GroupSums::default()); weights.len()]),
+            weights,
+            nr: vec![0; cpus],
         }
     }
 
@@ -179,12 +201,24 @@ impl GroupLoads {
         entry.2.at(idx)
     }
 
-    /// The runqueue of a CPU of these groups changed: their sums are stale.
-    pub(crate) fn forget(&mut self, ids: &[u32]) {
+    /// CPU `cpu`, a member of groups `ids`, now has `nr` tasks; `avg` are its averages at tick
+    /// `tick` (caught up before the change, so the same as the kept sums read). Sums kept for
+    /// this tick trade its old contribution for its new one (exact: integer sums of per-CPU
+    /// values) and now hold for this tick only (its averages are no longer settled); others are
+    /// dropped.
+    pub(crate) fn changed(&mut self, cpu: usize, ids: &[u32], tick: u64, avg: [u64; 3], nr: usize) {
+        let old = std::mem::replace(&mut self.nr[cpu], nr);
         let kept = self.kept.get_mut();
         for &id in ids {
-            kept[id as usize].0 = 1;
-            kept[id as usize].1 = 0;
+            let entry = &mut kept[id as usize];
+            if (entry.0..=entry.1).contains(&tick) {
+                entry.2.remove(old, avg);
+                entry.2.add(nr, avg);
+                entry.2.finish(self.weights[id as usize]);
+                (entry.0, entry.1) = (tick, tick);
+            } else {
+                (entry.0, entry.1) = (1, 0);
+            }
         }
     }
 }

@@ -170,8 +170,14 @@ impl<'a> State<'a> {
     /// After a change of `cpu`'s runqueue length: keeps the overloaded set and the groups'
     /// load sums up to date, and records the length (traced runs only).
     fn rq_changed(&mut self, cpu: CpuId) {
-        self.overloaded.set(cpu, self.cpus[cpu].nr_running() >= 2);
-        self.group_loads.forget(&self.domains.member_of[cpu]);
+        let nr = self.cpus[cpu].nr_running();
+        self.overloaded.set(cpu, nr >= 2);
+        // touch_load caught the averages up to now before the change.
+        let tick = self.now / self.config.tick_ns;
+        let avg = self.cpus[cpu].load.get();
+        debug_assert!(avg.tick >= tick);
+        self.group_loads
+            .changed(cpu, &self.domains.member_of[cpu], tick, avg.cpu_load, nr);
         if self.config.record_trace {
             let n = self.cpus[cpu].nr_running();
             let rq = &mut self.trace_events.runqueue;
@@ -650,7 +656,10 @@ impl<'a> State<'a> {
             vacated: Vec::new(),
             arrivals: Vec::new(),
             overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
-            group_loads: crate::load::GroupLoads::new(domains.group_spans.len()),
+            group_loads: crate::load::GroupLoads::new(
+                domains.group_spans.iter().map(|s| s.len()).collect(),
+                machine.cpus(),
+            ),
             app_bins: vec![Vec::new(); workload.apps.len()],
         }
     }
