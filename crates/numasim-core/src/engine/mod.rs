@@ -702,21 +702,16 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     }
     let mut next_arrival = 0;
     while s.done < n {
-        let arrival = s.arrivals.get(next_arrival).map(|&pid| {
-            let t = s.workload.processes[pid].arrival_ns;
-            (t, pid)
-        });
-        let first = match (arrival, s.events.peek()) {
-            (Some((t, pid)), None) => Some((t, Event::Arrive(pid))),
-            (Some((t, pid)), Some(Reverse((te, _, _)))) if t <= *te => {
-                Some((t, Event::Arrive(pid)))
-            }
-            _ => None,
-        };
-        let next = match first {
-            Some(a) => {
+        // The next arrival goes first unless a scheduled event is strictly earlier.
+        let arrival = s
+            .arrivals
+            .get(next_arrival)
+            .map(|&pid| (s.workload.processes[pid].arrival_ns, pid))
+            .filter(|&(t, _)| s.events.peek().is_none_or(|Reverse((te, _, _))| t <= *te));
+        let next = match arrival {
+            Some((t, pid)) => {
                 next_arrival += 1;
-                Some(a)
+                Some((t, Event::Arrive(pid)))
             }
             None => s.events.pop().map(|Reverse((t, _, ev))| (t, ev)),
         };
