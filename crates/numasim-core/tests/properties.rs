@@ -66,6 +66,7 @@ proptest! {
                         // Shared groups: one id per distinct (span, balance mask), its span
                         // recorded, every CPU of it knowing it; the weight cached right.
                         prop_assert_eq!(g.weight, g.span.len());
+                        prop_assert_eq!(g.local, g.span.contains(cpu), "{} cpu {} level {}: local", b, cpu, k);
                         prop_assert_eq!(&*d.group_spans[g.id as usize], &*g.span);
                         let named = ids.entry(g.id).or_insert_with(|| (g.span.clone(), g.balance_mask.clone()));
                         prop_assert!(named.0 == g.span && named.1 == g.balance_mask, "{} id {} names two groups", b, g.id);

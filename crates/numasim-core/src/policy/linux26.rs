@@ -215,13 +215,9 @@ fn power(span_len: usize) -> u64 {
     SCALE * span_len as u64
 }
 
-/// `find_busiest_group`: the busiest group's index and the load to move, or `None` if balanced.
-fn find_busiest_group(
-    v: &View<'_>,
-    this_cpu: CpuId,
-    level: &Level,
-    idx: usize,
-) -> Option<(usize, u64)> {
+/// `find_busiest_group` for the CPU whose level this is (its own group is the one marked
+/// `local`): the busiest group's index and the load to move, or `None` if balanced.
+fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize, u64)> {
     // Only a group with more tasks than CPUs can be the busiest, so a level none of whose CPUs
     // has two tasks is balanced: the answer of the full scan, without it.
     if v.overloaded().is_disjoint(&level.reach) {
@@ -232,10 +228,6 @@ fn find_busiest_group(
     let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
     let (mut this_nr, mut busiest_nr) = (0u64, 0u64);
     let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
-    debug_assert!(level
-        .groups
-        .iter()
-        .all(|g| g.local == g.span.contains(this_cpu)));
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.local;
         // Sums of target_load (this group) or source_load (the others) over the group's CPUs,
@@ -492,7 +484,7 @@ impl Linux26 {
             ..Attempt::default()
         };
         let st = &mut self.sd[cpu][li];
-        let found = find_busiest_group(v, cpu, level, idx).and_then(|(g, imbalance)| {
+        let found = find_busiest_group(v, level, idx).and_then(|(g, imbalance)| {
             attempt.rqs_examined += level.groups[g].weight as u32;
             find_busiest_queue(v, level, g, imbalance).map(|b| (b, imbalance))
         });
@@ -565,7 +557,7 @@ impl Linux26 {
                 sd = child;
                 continue;
             }
-            let Some(group) = find_idlest_group(v, level, cpu) else {
+            let Some(group) = find_idlest_group(v, level) else {
                 sd = child;
                 continue;
             };
@@ -591,15 +583,11 @@ impl Linux26 {
 }
 
 /// `find_idlest_group`: a group 12 % (half of imbalance_pct's margin) less loaded than this one.
-fn find_idlest_group(v: &View<'_>, level: &Level, this_cpu: CpuId) -> Option<usize> {
+fn find_idlest_group(v: &View<'_>, level: &Level) -> Option<usize> {
     let idx = level.params.load_idx.forkexec;
     let imbalance = 100 + (u64::from(level.params.imbalance_pct) - 100) / 2;
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
-    debug_assert!(level
-        .groups
-        .iter()
-        .all(|g| g.local == g.span.contains(this_cpu)));
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.local;
         let sums = v.group_load(g, idx);
