@@ -182,9 +182,9 @@ impl GroupLoads {
     }
 
     /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or `scan()`'s
-    /// (then kept). `scan`
-    /// also says whether every CPU's averages have settled (another tick changes none of them):
-    /// then the sums hold at every later tick too, until a runqueue of the group changes.
+    /// (then kept). `scan` also says whether every CPU's averages have settled (another tick
+    /// changes none of them): then the sums hold at every later tick too, until a runqueue of
+    /// the group changes.
     pub(crate) fn get(
         &self,
         id: u32,

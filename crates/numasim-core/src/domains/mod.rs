@@ -266,6 +266,7 @@ impl Level {
 ///
 /// Lookups only: ids are given in the order groups are first met (CPU by CPU, level by level),
 /// so the hash maps' order never reaches a result.
+///
 /// `FxHash`: a CPU set is up to a few hundred words, and SipHash over a million of them was a
 /// tenth of a 4 096-CPU run.
 #[derive(Default)]
@@ -371,13 +372,12 @@ impl Builder {
     /// Builds the hierarchy of every CPU of `machine`.
     pub fn build(self, machine: &Machine, options: &BuildOptions) -> Domains {
         let mut shared = Interner::default();
-        let intern = &mut shared;
         let cpus = match self {
-            Self::Flat => era26::flat(machine, &options.era26, intern),
-            Self::NodeOnly => era26::node_only(machine, &options.era26, intern),
-            Self::TwoLevel => era26::two_level(machine, &options.era26, intern),
-            Self::Multilevel => multilevel::build(machine, &options.era26, intern),
-            Self::Linux => linux::build(machine, &options.modern, intern),
+            Self::Flat => era26::flat(machine, &options.era26, &mut shared),
+            Self::NodeOnly => era26::node_only(machine, &options.era26, &mut shared),
+            Self::TwoLevel => era26::two_level(machine, &options.era26, &mut shared),
+            Self::Multilevel => multilevel::build(machine, &options.era26, &mut shared),
+            Self::Linux => linux::build(machine, &options.modern, &mut shared),
         };
         let mut member_of = vec![Vec::new(); machine.cpus()];
         for (id, span) in shared.spans.iter().enumerate() {

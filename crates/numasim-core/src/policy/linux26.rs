@@ -114,8 +114,6 @@ pub struct Linux26 {
     name: &'static str,
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
-    /// Ticks in a millisecond, when a tick divides it (a division saved per level and event).
-    ticks_per_ms: Option<u64>,
     rank: Option<TaskRank>,
     /// Selection between nodes (`None`: the kernel's order everywhere).
     selector: Option<Box<dyn Selector>>,
@@ -145,8 +143,6 @@ impl Linux26 {
             name: "linux26",
             sd,
             tick_ns: ctx.config.tick_ns,
-            ticks_per_ms: (1_000_000 % ctx.config.tick_ns == 0)
-                .then(|| 1_000_000 / ctx.config.tick_ns),
             wake: ctx.config.assumptions.wake,
             rank: None,
             selector: None,
@@ -202,12 +198,8 @@ impl Linux26 {
         if !idle {
             ms *= u64::from(level.params.busy_factor);
         }
-        // msecs_to_jiffies, at least one tick (a product when a tick divides a millisecond).
-        let ticks = match self.ticks_per_ms {
-            Some(k) => ms * k,
-            None => (ms * 1_000_000).div_ceil(self.tick_ns),
-        };
-        ticks.max(1) * self.tick_ns
+        // msecs_to_jiffies, at least one tick.
+        (ms * 1_000_000).div_ceil(self.tick_ns).max(1) * self.tick_ns
     }
 }
 
