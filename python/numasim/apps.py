@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numasim import _core, schema
 from numasim._core import InputError
-from numasim.machine import read_text
+from numasim.machine import data_dir, read_text
 
 #: The fields of a profile in the order ``list apps --sources`` prints them.
 FIELDS = ("model", "phases", "items", "stages", "work_ms", "spread", "footprint_mb", "shared",
@@ -209,7 +209,7 @@ class Mix:
 
 
 def mixes_dir() -> Path:
-    return Path(__file__).parent / "data" / "mixes"
+    return data_dir("mixes")
 
 
 def shipped_mixes() -> list[str]:

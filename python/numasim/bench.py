@@ -15,20 +15,15 @@ import resource
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 from typing import Any
 
 from numasim import _core
-from numasim.machine import Machine
-
-
-def _bench_dir() -> Path:
-    return Path(__file__).parent / "data" / "bench"
+from numasim.machine import Machine, data_dir
 
 
 def scenarios() -> list[dict[str, Any]]:
     """The scenarios, in file order."""
-    return tomllib.loads((_bench_dir() / "scenarios.toml").read_text())["scenario"]
+    return tomllib.loads((data_dir("bench") / "scenarios.toml").read_text())["scenario"]
 
 
 def workload_spec(sc: dict[str, Any]) -> str:
@@ -41,7 +36,7 @@ def workload_spec(sc: dict[str, Any]) -> str:
 
 
 def _machine(spec: str) -> Machine:
-    path = _bench_dir() / spec
+    path = data_dir("bench") / spec
     return Machine.from_file(path) if path.is_file() else Machine.preset(spec)
 
 
@@ -85,7 +80,7 @@ def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
 def scaling() -> dict[str, Any]:
     """data/bench/scaling.toml: machines, processes per CPU, workload template, seed, policy,
     domains."""
-    return tomllib.loads((_bench_dir() / "scaling.toml").read_text())
+    return tomllib.loads((data_dir("bench") / "scaling.toml").read_text())
 
 
 def scaling_point(machine: str) -> dict[str, Any]:

@@ -278,10 +278,7 @@ def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None) -> N
     if peer:
         _bench_peer(peer, names, as_json)
         return
-    known = {s["name"] for s in b.scenarios()}
-    if names and not set(names) <= known:
-        unknown = ", ".join(sorted(set(names) - known))
-        raise click.UsageError(f"unknown scenario {unknown}; known: {', '.join(sorted(known))}")
+    _check_names(names, {s["name"] for s in b.scenarios()}, "scenario")
     results = b.run_all(names)
     if as_json:
         click.echo(json.dumps(results))
@@ -294,6 +291,13 @@ def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None) -> N
             f"per process {r['run_s'] / r['processes'] * 1e6:.2f} µs; "
             f"generate {r['generate_s'] * 1e3:.1f} ms, domains {r['domains_s'] * 1e3:.1f} ms"
         )
+
+
+def _check_names(names: list[str] | None, known: set[str], what: str) -> None:
+    """A usage error naming the ``names`` that are not ``known`` (and what is)."""
+    if names and not set(names) <= known:
+        unknown = ", ".join(sorted(set(names) - known))
+        raise click.UsageError(f"unknown {what} {unknown}; known: {', '.join(sorted(known))}")
 
 
 def _bench_scaling(names: list[str] | None, as_json: bool) -> None:
@@ -315,12 +319,7 @@ def _bench_scaling(names: list[str] | None, as_json: bool) -> None:
 def _bench_peer(peer: str, names: list[str] | None, as_json: bool) -> None:
     from numasim import peer as p
 
-    known = {s["name"] for s in p.scenarios()}
-    if names and not set(names) <= known:
-        unknown = ", ".join(sorted(set(names) - known))
-        raise click.UsageError(
-            f"unknown peer scenario {unknown}; known: {', '.join(sorted(known))}"
-        )
+    _check_names(names, {s["name"] for s in p.scenarios()}, "peer scenario")
     results = p.run(peer, names)
     click.echo(json.dumps(results) if as_json else p.text(peer, results))
 

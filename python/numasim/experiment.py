@@ -42,7 +42,7 @@ from numasim import _core, schema
 from numasim._core import InputError
 from numasim.claims import CLAIM_KINDS
 from numasim.errors import Interrupted
-from numasim.machine import check_builder, read_text
+from numasim.machine import check_builder, data_dir, read_text
 from numasim.sim import default_domains
 
 METRICS = (
@@ -182,7 +182,7 @@ class Experiment:
 
 
 def experiments_dir() -> Path:
-    return Path(__file__).parent / "data" / "experiments"
+    return data_dir("experiments")
 
 
 def list_experiments() -> list[Experiment]:

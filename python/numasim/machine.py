@@ -17,10 +17,16 @@ _TOML_SUFFIXES = {".toml"}
 _YAML_SUFFIXES = {".yaml", ".yml"}
 
 
+def data_dir(kind: str) -> Path:
+    """The package's data directory ``kind`` (machines, mixes, experiments, bench).
+
+    The data are files beside the modules (the package ships a compiled core, so it is never
+    imported from a zip): no importlib.resources, whose import costs more than a small run."""
+    return Path(__file__).parent / "data" / kind
+
+
 def _preset_dir() -> Path:
-    # The package's data are files beside its modules (it ships a compiled core, so it is never
-    # imported from a zip): no importlib.resources, whose import costs more than a small run.
-    return Path(__file__).parent / "data" / "machines"
+    return data_dir("machines")
 
 
 @dataclass(frozen=True)

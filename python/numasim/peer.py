@@ -32,7 +32,7 @@ from typing import Any
 
 from numasim import _core
 from numasim._core import InputError
-from numasim.machine import Machine
+from numasim.machine import Machine, data_dir
 
 PEERS = ("simso",)
 #: What `pip install 'numasim[peer]'` installs (pyproject.toml).
@@ -41,13 +41,9 @@ SIMSO_VERSION = "0.8.5"
 REPEAT = 3
 
 
-def _dir() -> Path:
-    return Path(__file__).parent / "data" / "bench"
-
-
 def settings() -> dict[str, Any]:
     """peer.toml: ``simso`` (scheduler, relative deadline) and ``scenario`` (a list)."""
-    return tomllib.loads((_dir() / "peer.toml").read_text())
+    return tomllib.loads((data_dir("bench") / "peer.toml").read_text())
 
 
 def scenarios() -> list[dict[str, Any]]:
@@ -55,7 +51,7 @@ def scenarios() -> list[dict[str, Any]]:
 
 
 def machine_path(sc: dict[str, Any]) -> Path:
-    return _dir() / sc["machine"]
+    return data_dir("bench") / sc["machine"]
 
 
 def workload(sc: dict[str, Any], machine: Machine | None = None) -> Any:
