@@ -32,7 +32,7 @@ import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -505,7 +505,10 @@ def replication_seed(master: int, machine: str, workload: str, n: int, r: int) -
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-@lru_cache(maxsize=16)
+# Unbounded: an experiment names a few machines, and `_domains` keeps the machine object its
+# domains were built for, which `simulate_summary` requires to be the one it is given — an
+# evicted and rebuilt machine would be another object (refused).
+@cache
 def _machine(info_json: str) -> Any:
     return _core.Machine.from_info_json(info_json, "experiment machine")
 

@@ -219,6 +219,15 @@ impl Workload {
     }
 }
 
+/// The default engine configuration under the modelling assumptions `assume` (canonical text).
+fn engine_config(record_trace: bool, assume: &str) -> PyResult<EngineConfig> {
+    Ok(EngineConfig {
+        record_trace,
+        assumptions: Assumptions::parse("assumptions", assume).map_err(input_err)?,
+        ..EngineConfig::default()
+    })
+}
+
 /// Runs `workload` on `machine` with `policy` over `builder` domains; the result as JSON text.
 #[pyfunction]
 #[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume=""))]
@@ -233,11 +242,7 @@ fn simulate(
 ) -> PyResult<String> {
     let b: Builder = builder.parse().map_err(input_err)?;
     let (m, w) = (&machine.inner, &workload.inner);
-    let config = EngineConfig {
-        record_trace,
-        assumptions: Assumptions::parse("assumptions", assume).map_err(input_err)?,
-        ..EngineConfig::default()
-    };
+    let config = engine_config(record_trace, assume)?;
     py.detach(|| {
         let domains = b.build(m, &BuildOptions::default());
         let r = numasim_core::run_policy(m, &domains, w, policy, &config)?;
@@ -295,10 +300,7 @@ fn simulate_summary(
         ));
     }
     let (m, d, w) = (&machine.get().inner, &domains.inner, &workload.inner);
-    let config = EngineConfig {
-        assumptions: Assumptions::parse("assumptions", assume).map_err(input_err)?,
-        ..EngineConfig::default()
-    };
+    let config = engine_config(false, assume)?;
     py.detach(|| numasim_core::run_policy(m, d, w, policy, &config).map(|r| r.summary_json()))
         .map_err(input_err)
 }
