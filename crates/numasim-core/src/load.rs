@@ -15,6 +15,10 @@
 //!    every CPU that balances at that tick reads them, and the top level of a 1 024-CPU machine
 //!    has 64 groups rather than 1 024 CPUs. A load read at tick t depends only on the CPU's
 //!    runqueue length and t, so a kept sum is the sum a fresh scan would give.
+//! 4. A sum taken at a new tick reads only the group's CPUs whose averages may still move: the
+//!    settled ones (at a fixed point for their task count) contribute a part kept per group
+//!    until one of them changes ([`GroupLoads`]), so at light load a tick costs the CPUs that
+//!    changed recently rather than every CPU of the group.
 
 /// Load weight of a nice-0 task (`NICE_0_LOAD` / `SCHED_LOAD_SCALE` in 2.6.18).
 pub const NICE_0_LOAD: u64 = 128;
@@ -161,56 +165,123 @@ impl GroupSums {
 /// The sums of every distinct scheduling group ([`crate::domains::Group::id`]), each kept for
 /// the tick it was taken in (or longer, settled) and brought up to date when one of its CPUs'
 /// runqueue length changes within that tick.
+///
+/// A group's sums at a new tick are not a scan of all its CPUs: a CPU whose averages have
+/// settled at its task count (another tick changes none of them) contributes the same at
+/// every later tick until its runqueue changes, so each group keeps the part of its sums that
+/// its settled CPUs contribute, and the list of the others, which alone are read again:
+///
+/// ```text
+///   group g:  settled[g] = Σ contributions of its settled CPUs   (constant between changes)
+///             unsettled[g] = [(cpu, epoch), …]                   (read at each new tick)
+///   sums(g, t) = settled[g] + Σ_{c ∈ unsettled[g]} contribution(c, t)
+/// ```
+///
+/// 1. A runqueue change of a settled CPU takes its contribution out of the settled part of each
+///    of its groups and lists it in each (a new epoch; `in_unsettled`).
+/// 2. A read that finds a listed CPU settled adds its contribution to the settled part of each
+///    of its groups and unlists it everywhere at once (entries of another epoch, or of a CPU no
+///    longer listed, are stale and dropped where met).
+/// 3. The sums are integer sums of per-CPU values, so this is the sum a scan would give.
 #[derive(Debug, Default)]
 pub(crate) struct GroupLoads {
-    /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
-    kept: std::cell::RefCell<Vec<(u64, u64, GroupSums)>>,
+    inner: std::cell::RefCell<Kept>,
     /// CPUs per group id (for its averages).
     weights: Vec<usize>,
-    /// Per CPU: the task count the kept sums hold for it.
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
+    sums: Vec<(u64, u64, GroupSums)>,
+    /// Per group id: what its settled CPUs contribute (averages not set).
+    settled: Vec<GroupSums>,
+    /// Per group id: its CPUs not known settled, with the epoch they were listed in.
+    unsettled: Vec<Vec<(u32, u64)>>,
+    /// Per CPU: the task count the sums hold for it.
     nr: Vec<usize>,
+    /// Per CPU: whether it is listed as unsettled in its groups, and in which epoch.
+    in_unsettled: Vec<bool>,
+    epoch: Vec<u64>,
+}
+
+impl Kept {
+    fn listed(&self, cpu: usize, epoch: u64) -> bool {
+        self.in_unsettled[cpu] && self.epoch[cpu] == epoch
+    }
 }
 
 impl GroupLoads {
-    /// For groups of `weights` CPUs on a machine of `cpus` CPUs, every runqueue empty.
+    /// For groups of `weights` CPUs on a machine of `cpus` CPUs, every runqueue empty (averages
+    /// of zero at no load: settled).
     pub(crate) fn new(weights: Vec<usize>, cpus: usize) -> Self {
+        let groups = weights.len();
         Self {
-            kept: std::cell::RefCell::new(vec![(1, 0, GroupSums::default()); weights.len()]),
+            inner: std::cell::RefCell::new(Kept {
+                sums: vec![(1, 0, GroupSums::default()); groups],
+                settled: vec![GroupSums::default(); groups],
+                unsettled: vec![Vec::new(); groups],
+                nr: vec![0; cpus],
+                in_unsettled: vec![false; cpus],
+                epoch: vec![0; cpus],
+            }),
             weights,
-            nr: vec![0; cpus],
         }
     }
 
-    /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or `scan()`'s
-    /// (then kept). `scan` also says whether every CPU's averages have settled (another tick
-    /// changes none of them): then the sums hold at every later tick too, until a runqueue of
-    /// the group changes.
+    /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or the settled
+    /// part plus what `read(cpu)` gives for each unsettled CPU (then kept). `read` returns the
+    /// CPU's task count, its averages at `tick` and whether they have settled; `member_of` is
+    /// [`crate::domains::Domains::member_of`]. When no CPU of the group is left unsettled the
+    /// sums hold at every later tick too, until a runqueue of the group changes.
     pub(crate) fn get(
         &self,
         id: u32,
         tick: u64,
         idx: usize,
-        scan: impl FnOnce() -> (GroupSums, bool),
+        member_of: &[Vec<u32>],
+        read: impl Fn(usize) -> (usize, [u64; 3], bool),
     ) -> GroupLoad {
-        let mut kept = self.kept.borrow_mut();
-        let entry = &mut kept[id as usize];
-        if !(entry.0..=entry.1).contains(&tick) {
-            let (sums, settled) = scan();
-            *entry = (tick, if settled { u64::MAX } else { tick }, sums);
+        let mut guard = self.inner.borrow_mut();
+        let kept = &mut *guard;
+        let g = id as usize;
+        if !(kept.sums[g].0..=kept.sums[g].1).contains(&tick) {
+            let mut sums = kept.settled[g];
+            let mut list = std::mem::take(&mut kept.unsettled[g]);
+            list.retain(|&(cpu, epoch)| {
+                let c = cpu as usize;
+                if !kept.listed(c, epoch) {
+                    return false; // stale
+                }
+                let (nr, avg, settled) = read(c);
+                debug_assert_eq!(nr, kept.nr[c], "every runqueue change was reported");
+                sums.add(nr, avg);
+                if settled {
+                    kept.in_unsettled[c] = false;
+                    for &h in &member_of[c] {
+                        kept.settled[h as usize].add(nr, avg);
+                    }
+                }
+                !settled
+            });
+            let all_settled = list.is_empty();
+            kept.unsettled[g] = list;
+            sums.finish(self.weights[g]);
+            kept.sums[g] = (tick, if all_settled { u64::MAX } else { tick }, sums);
         }
-        entry.2.at(idx)
+        kept.sums[g].2.at(idx)
     }
 
     /// CPU `cpu`, a member of groups `ids`, now has `nr` tasks; `avg` are its averages at tick
     /// `tick` (caught up before the change, so the same as the kept sums read). Sums kept for
     /// this tick trade its old contribution for its new one (exact: integer sums of per-CPU
     /// values) and now hold for this tick only (its averages are no longer settled); others are
-    /// dropped.
+    /// dropped. A settled CPU leaves the settled part of its groups (step 1).
     pub(crate) fn changed(&mut self, cpu: usize, ids: &[u32], tick: u64, avg: [u64; 3], nr: usize) {
-        let old = std::mem::replace(&mut self.nr[cpu], nr);
-        let kept = self.kept.get_mut();
+        let kept = self.inner.get_mut();
+        let old = std::mem::replace(&mut kept.nr[cpu], nr);
         for &id in ids {
-            let entry = &mut kept[id as usize];
+            let entry = &mut kept.sums[id as usize];
             if (entry.0..=entry.1).contains(&tick) {
                 entry.2.remove(old, avg);
                 entry.2.add(nr, avg);
@@ -219,6 +290,25 @@ impl GroupLoads {
             } else {
                 (entry.0, entry.1) = (1, 0);
             }
+        }
+        if kept.in_unsettled[cpu] {
+            return;
+        }
+        // Settled until now: its averages are the fixed point it settled at, `avg`.
+        kept.in_unsettled[cpu] = true;
+        kept.epoch[cpu] += 1;
+        let epoch = kept.epoch[cpu];
+        for &id in ids {
+            let g = id as usize;
+            kept.settled[g].remove(old, avg);
+            let list = &mut kept.unsettled[g];
+            // Stale entries are dropped once they outnumber the group's CPUs (each CPU has at
+            // most one live entry), so a group nobody reads does not grow without bound.
+            if list.len() >= 2 * self.weights[g] + 8 {
+                let (in_unsettled, epochs) = (&kept.in_unsettled, &kept.epoch);
+                list.retain(|&(c, e)| in_unsettled[c as usize] && epochs[c as usize] == e);
+            }
+            list.push((cpu as u32, epoch));
         }
     }
 }

@@ -3,7 +3,7 @@
 use crate::config::EngineConfig;
 use crate::cpuset::CpuSet;
 use crate::domains::{Domains, Group};
-use crate::load::{GroupLoad, GroupLoads, GroupSums, NICE_0_LOAD};
+use crate::load::{GroupLoad, GroupLoads, NICE_0_LOAD};
 use crate::machine::{CpuId, Machine};
 use crate::state::{CpuState, GroupState, PState, ProcState};
 use crate::workload::{Kind, Workload};
@@ -93,19 +93,13 @@ impl View<'_> {
     /// and [`View::nr_running`] would give, kept between scans (crate::load, step 3).
     pub fn group_load(&self, group: &Group, idx: usize) -> GroupLoad {
         let tick = self.tick;
-        self.group_loads.get(group.id, tick, idx, || {
-            let mut sum = GroupSums::default();
-            let mut settled = true;
-            for c in group.span.iter() {
+        self.group_loads
+            .get(group.id, tick, idx, &self.domains.member_of, |c| {
                 let cpu = &self.cpus[c];
                 let load = cpu.load_at(tick);
                 let nr = cpu.nr_running();
-                settled = settled && load.settled(NICE_0_LOAD * nr as u64);
-                sum.add(nr, load.cpu_load);
-            }
-            sum.finish(group.weight);
-            (sum, settled)
-        })
+                (nr, load.cpu_load, load.settled(NICE_0_LOAD * nr as u64))
+            })
     }
 
     /// A process.
