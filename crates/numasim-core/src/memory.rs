@@ -36,6 +36,9 @@ pub(crate) fn entry<T: Copy>(list: &mut Vec<(usize, T)>, node: usize, zero: T) -
     &mut list[at].1
 }
 
+/// Amounts per node, sparse: `(node, amount)`.
+pub(crate) type NodeAmounts = [(usize, f64)];
+
 /// The pages of one thread group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupMemory {
@@ -116,6 +119,14 @@ impl GroupMemory {
                 (own + shared / threads.max(1) as f64, with_others)
             }
         }
+    }
+
+    /// MB per node of thread `t`'s private part and of the group's shared part, or `None` for
+    /// a group without sizes.
+    pub(crate) fn parts(&self, t: usize) -> Option<(&[(usize, f64)], &NodeAmounts)> {
+        self.sized
+            .as_ref()
+            .map(|s| (s.private[t].as_slice(), s.shared.as_slice()))
     }
 
     /// Thread `t` of a group of `threads` first runs: it touches its pages on `node` (sized:

@@ -536,7 +536,8 @@ impl<'a> State<'a> {
         let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
             + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
             + self.config.cost_per_evaluation_ns * u64::from(attempt.evaluations)
-            + self.config.cost_per_migration_ns * moved as u64;
+            + self.config.cost_per_migration_ns * moved as u64
+            + attempt.work_ns;
         self.stats.cost_ns += cost;
         self.stats.evaluations += u64::from(attempt.evaluations);
         let inv = &mut self.stats.invocations[slot];

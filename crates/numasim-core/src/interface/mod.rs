@@ -28,7 +28,7 @@ mod view;
 
 pub use crate::state::{MigrationKind, PState};
 pub use crate::workload::Pid;
-pub use view::{ProcInfo, View};
+pub use view::{ProcInfo, ThreadPages, View};
 
 use crate::config::EngineConfig;
 use crate::domains::Domains;
@@ -80,6 +80,9 @@ pub struct Attempt {
     pub locks: u32,
     /// Candidates a selection policy evaluated (charged `cost_per_evaluation_ns` each).
     pub evaluations: u32,
+    /// Other work the policy did on the CPU, in ns, charged as it is (e.g. a model of page-table
+    /// scanning, hinting faults and page copies that prices its own work).
+    pub work_ns: u64,
     /// Moves, applied in order.
     pub moves: Vec<Move>,
     /// Page migrations.

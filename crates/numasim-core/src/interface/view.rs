@@ -27,6 +27,15 @@ pub struct View<'a> {
     pub(crate) tick: u64,
 }
 
+/// The pages a thread of a sized group uses: `(node, MB)`, sparse, in the order first touched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadPages<'a> {
+    /// Its private part.
+    pub private: &'a [(usize, f64)],
+    /// Its group's shared part (all of it; every thread of the group uses it).
+    pub shared: &'a [(usize, f64)],
+}
+
 /// A process as a policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProcInfo {
@@ -178,6 +187,17 @@ impl View<'_> {
     pub fn resident_mb(&self, pid: Pid) -> (f64, f64) {
         let tgid = self.workload.processes[pid].tgid as usize;
         self.groups[tgid].memory.resident_mb(pid - tgid)
+    }
+
+    /// Where thread `pid`'s pages are, by part (MB per node of its private part and of its
+    /// group's shared part); `None` for a process without sizes (its pages are
+    /// [`View::pages`], shares of its group).
+    pub fn thread_pages(&self, pid: Pid) -> Option<ThreadPages<'_>> {
+        let tgid = self.workload.processes[pid].tgid as usize;
+        self.groups[tgid]
+            .memory
+            .parts(pid - tgid)
+            .map(|(private, shared)| ThreadPages { private, shared })
     }
 
     /// Whether group `tgid` is an application with a structure (barriers or a pipeline).
