@@ -115,6 +115,9 @@ pub struct Summary {
     pub far_by_level: Vec<usize>,
     /// Memory access levels of the machine (SLIT values), for reading the per-level vectors.
     pub mals: Vec<u32>,
+    /// What the policy counted itself (`Policy::extra_metrics`), by name; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policy_metrics: Vec<(String, f64)>,
 }
 
 /// Everything a run produced.
@@ -401,6 +404,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         far_from_origin_pct: 100.0 * far.len() as f64 / n as f64,
         far_by_level,
         mals: s.mals.clone(),
+        policy_metrics: Vec::new(),
     };
     let apps = app_results(s, &processes);
     RunResult {

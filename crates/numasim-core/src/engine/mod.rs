@@ -749,7 +749,13 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
             ),
         }
     }
-    Ok(metrics::collect(s))
+    let mut result = metrics::collect(s);
+    result.summary.policy_metrics = policy
+        .extra_metrics()
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    Ok(result)
 }
 
 /// The segment plan of `pid` if it is a thread of a structured application.

@@ -12,6 +12,7 @@
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
+//!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision, applies it, charges its cost (SPEC §4) and records it.
 //! ```
 //!
@@ -162,5 +163,11 @@ pub trait Policy: Send {
     /// balancer runs beside the workload).
     fn global_balance(&mut self, _view: &View<'_>) -> Option<Attempt> {
         None
+    }
+
+    /// What the policy counted itself over the run (e.g. NUMA hinting faults, pages
+    /// migrated), by name, reported in the run's summary as `policy_metrics`; none by default.
+    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
     }
 }
