@@ -6,6 +6,9 @@
 
 pub mod capability_aware;
 pub mod linux26;
+// Temporary: `policy/linux.rs` (the `linux` policy, another branch) will declare `mod numa;`.
+#[path = "linux/numa.rs"]
+pub mod linux_numa;
 pub mod memory_aware;
 pub mod origin_aware;
 pub mod space;
