@@ -219,6 +219,68 @@ fn two_stage_filter() {
     ));
 }
 
+// ---- hinting faults in expectation over a sized group -----------------------------------
+
+#[test]
+fn hinting_faults_split_private_and_shared_pages_in_expectation() {
+    // A 2-thread application of 1000 MB, half shared: thread 0 (pid 0) runs on node 0 with
+    // its private 250 MB and the shared 500 MB first touched on node 1; thread 1 runs on node 0
+    // with its private 250 MB there.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let mut w = WorkloadSpec::parse("w", "app=canneal:2")
+        .unwrap()
+        .generate("w", 1, m.node_cpu_lists())
+        .unwrap();
+    w.apps[0].footprint_mb = 1000.0;
+    w.apps[0].shared = 0.5;
+    let s = Setup::new(m, Builder::TwoLevel, w);
+    let mut scene = s.scene();
+    scene.put(0, 0, 2, 0).put(1, 1, 1, 0);
+    let mut nb = NumaBalancing::new(&s.ctx(), NumaConfig::default());
+    assert!(nb.hinting_faults(&scene.view(), 0).is_none(), "no pass yet");
+    assert!(nb.hinting_faults(&scene.view(), 1).is_none());
+    scene.at(1_000_000_000);
+    // The pass marks 256 of 1000 MB: f = 0.256 of every part; 256 MB × 2560 ns.
+    assert_eq!(nb.scan_pass(&scene.view(), 0), 655_360);
+
+    // Thread 0: private 250 MB · 256 · 0.256 = 16384 pages on node 1; shared 500 MB · 256 ·
+    // 0.256 / 2 threads = 16384 pages on node 1. No thread has faulted yet: every access is a
+    // first one (private, early in life) → all 32768 migrate to node 0: 128 MB of 1000.
+    let a = nb.hinting_faults(&scene.view(), 0).expect("faults");
+    assert_eq!(a.pages.len(), 1);
+    let pm = &a.pages[0];
+    assert_eq!((pm.tgid, pm.from_node, pm.to_node), (0, 1, 0));
+    assert!((pm.share - 0.128).abs() < 1e-12, "{}", pm.share);
+    assert_eq!(a.work_ns, 32_768 * 1_000 + 32_768 * 2_000);
+    let st = nb.stats();
+    assert_eq!(
+        (st.faults, st.faults_local, st.pages_migrated),
+        (32_768, 0, 32_768)
+    );
+    assert_eq!(nb.task(0).unwrap().membuf[0][PRIVATE], 32_768);
+    scene.apply(0, 0, a);
+
+    // The move took 128/750 of every part on node 1: shared 500 → 414.67 MB on node 1 and
+    // 85.33 MB on node 0. Thread 1: private 16384 pages, local; shared 16384 pages, of which
+    // 85.33/500 (2796.1) on node 0 and 13587.9 on node 1. Its last accessor is itself (never
+    // faulted: first access) or thread 0 (on node 0), 1/2 each; rounded per bucket: local
+    // 1398 + 1398, remote 6794 + 6794 → all 13588 migrate (first access early in life; thread
+    // 0's from this node passes stage one, and thread 1 has no group yet).
+    let a = nb.hinting_faults(&scene.view(), 1).expect("faults");
+    let st = nb.stats();
+    assert_eq!(st.faults, 32_768 + 16_384 + 2 * 1_398 + 2 * 6_794);
+    assert_eq!(st.faults_local, 32_768 - 13_588);
+    assert_eq!(st.pages_migrated, 32_768 + 13_588);
+    assert_eq!(a.pages.len(), 1);
+    let t1 = nb.task(1).unwrap();
+    // Private: its own pages and first accesses; shared: thread 0's, which made it join the
+    // group.
+    assert_eq!(t1.membuf[0][PRIVATE], 16_384 + 1_398 + 6_794);
+    assert_eq!(t1.membuf[0][0], 1_398 + 6_794);
+    assert!(t1.in_group);
+    assert_eq!(nb.group(0).map(|g| g.nr_tasks), Some(1));
+}
+
 // ---- task_numa_migrate: move, swap --------------------------------------------------------
 
 /// `pid` with `faults[n]` private faults on node n, placed once so they are its statistics.

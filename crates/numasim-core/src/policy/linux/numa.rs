@@ -691,6 +691,27 @@ impl NumaBalancing {
         acted.then_some(out)
     }
 
+    /// A scan pass by `pid` now, if its group's next scan is due (`task_numa_work`, without
+    /// the tick's CPU-time trigger); returns its cost (ns).
+    pub fn scan_pass(&mut self, v: &View<'_>, pid: Pid) -> u64 {
+        self.ensure(v, pid);
+        let cost = self.task_numa_work(v, pid);
+        self.stats.cost_ns += cost;
+        cost
+    }
+
+    /// The hinting faults `pid` takes now, on its CPU, on the last pass's marks if it has not
+    /// taken them yet (step 3), with the page moves and the move or swap they cause and
+    /// their cost.
+    pub fn hinting_faults(&mut self, v: &View<'_>, pid: Pid) -> Option<Attempt> {
+        self.ensure(v, pid);
+        let mut out = Attempt::default();
+        self.take_faults(v, pid, v.proc(pid).cpu, &mut out);
+        self.stats.cost_ns += out.work_ns;
+        let acted = out.work_ns > 0 || !out.moves.is_empty() || !out.pages.is_empty();
+        acted.then_some(out)
+    }
+
     /// `update_scan_period` for a task found on `dst` after running on `src`.
     fn update_scan_period(&mut self, v: &View<'_>, pid: Pid, src: usize, dst: usize) {
         let t = &self.tasks[&pid];
@@ -1391,5 +1412,44 @@ impl NumaBalancing {
             (self.task_weight(pid, src), self.task_weight(pid, dst))
         };
         i32::from(dw < sw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adjust_numa_imbalance_forgives_small_imbalances_of_lightly_loaded_nodes() {
+        // dst_running ≤ imb_numa_nr: imbalances up to NUMA_IMBALANCE_MIN (2) are dropped.
+        assert_eq!(adjust_numa_imbalance(2, 1, 1), 0);
+        assert_eq!(adjust_numa_imbalance(3, 1, 1), 3);
+        assert_eq!(adjust_numa_imbalance(1, 4, 4), 0);
+        // A busier destination keeps its imbalance.
+        assert_eq!(adjust_numa_imbalance(1, 2, 1), 1);
+        assert_eq!(adjust_numa_imbalance(0, 2, 1), 0);
+    }
+
+    #[test]
+    fn scan_period_bounds_follow_the_footprint() {
+        let m = crate::testutils::machine(&crate::testutils::two_level_table(2, 20), 1);
+        let d = crate::Builder::TwoLevel.build(&m, &crate::domains::BuildOptions::default());
+        let config = crate::config::EngineConfig::default();
+        let ctx = PolicyContext {
+            machine: &m,
+            domains: &d,
+            config: &config,
+        };
+        let nb = NumaBalancing::new(&ctx, NumaConfig::default());
+        let mb = |x: u64| x * 256;
+        // Up to one window: min 1000 ms (floor 1000 / (2560 / 256) = 100 ms), max 60000 ms.
+        assert_eq!(nb.task_scan_min(0), 1000);
+        assert_eq!(nb.task_scan_min(mb(256)), 1000);
+        assert_eq!(nb.task_scan_max(0, mb(256)), 60_000);
+        // 1000 MB: 4 windows → 250 ms and 15000 ms; 64 GB: 256 windows → the 100 ms floor.
+        assert_eq!(nb.task_scan_min(mb(1000)), 250);
+        assert_eq!(nb.task_scan_max(0, mb(1000)), 15_000);
+        assert_eq!(nb.task_scan_min(mb(65_536)), 100);
+        assert_eq!(nb.task_scan_max(0, mb(65_536)), 234);
     }
 }
