@@ -33,11 +33,12 @@
 //!    offset is marked, and reaching the end of the footprint starts a new `scan_seq`. The pass
 //!    costs `scan_cost_per_mb_ns` per MB marked, and the stamp moves 32× that on (the kernel's
 //!    3 % cap on scanning time).
-//! 3. Hinting faults: at its next tick with CPU time since the pass, a thread takes the faults on
-//!    the last pass's marks: every page it uses is touched within that time (the working set is
-//!    hot), each marked page faults once, and which thread of the group touches a shared page
-//!    first is uniform — in expectation a thread takes `1/T` of the shared marks. Counts are
-//!    expected values (f64), rounded to pages per (node, kind); no randomness.
+//! 3. Hinting faults: a thread takes the faults on the last pass's marks at once — the scanning
+//!    thread right after its pass, the others at their next tick with CPU time since: every page
+//!    it uses is touched within a tick (the working set is hot), each marked page faults once,
+//!    and which thread of the group touches a shared page first is uniform — in expectation a
+//!    thread takes `1/T` of the shared marks. Counts are expected values (f64), rounded to pages
+//!    per (node, last accessor, locality); no randomness.
 //! 4. `should_numa_migrate_memory` (`mm/memory.c do_numa_page` → `mpol_misplaced`), for a
 //!    page on node k ≠ n, by who faulted on it last: early in the task's life (no preferred
 //!    node, or `numa_scan_seq ≤ 4`) a first or own access migrates; an access last from another
