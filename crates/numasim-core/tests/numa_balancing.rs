@@ -434,6 +434,9 @@ fn migrate_degrades_locality() {
     assert_eq!(nb.degrades_locality(&v, 0, 0, 2, false), -1);
     // Toward the preferred node: improves.
     assert_eq!(nb.degrades_locality(&v, 0, 2, 0, false), 0);
+    // CPU 0: two tasks with a preferred node, both on it; CPU 2: q without one.
+    assert_eq!(nb.rq_numa_counts(&v, 0), (2, 2));
+    assert_eq!(nb.rq_numa_counts(&v, 2), (0, 0));
     // q prefers node 1 (faults 10 : 60 : …): between two other nodes the weights decide.
     let m3 = testutils::machine(&testutils::two_level_table(3, 20), 1);
     let s3 = Setup::new(m3, Builder::TwoLevel, cpu_workload(&[10_000]));
@@ -615,11 +618,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
-    fn numa_balancing_keeps_the_engine_invariants(m in machine(), spec in workload(), seed in 0u64..1000) {
-        let (r, numa, n) = run_with_numa(&m, &spec, seed);
+    fn numa_balancing_keeps_the_engine_invariants(m in machine(), spec in workload(), b in 0usize..5, ai in 0usize..ASSUMPTIONS.len(), seed in 0u64..1000) {
+        let (b, assume) = (Builder::ALL[b], ASSUMPTIONS[ai]);
+        let (r, numa, n) = run_with_numa_on(&m, b, assume, &spec, seed);
         sound(&r, n)?;
         // The same run again gives the same result (a deterministic model).
-        let (r2, numa2, _) = run_with_numa(&m, &spec, seed);
+        let (r2, numa2, _) = run_with_numa_on(&m, b, assume, &spec, seed);
         prop_assert_eq!(numa.stats(), numa2.stats());
         prop_assert_eq!(r.summary.makespan_ms, r2.summary.makespan_ms);
         let st = numa.stats();
@@ -663,9 +667,28 @@ fn sound(r: &RunResult, n: usize) -> Result<(), TestCaseError> {
 }
 
 fn run_with_numa(m: &Machine, spec: &str, seed: u64) -> (RunResult, NumaBalancing, usize) {
-    let d = Builder::TwoLevel.build(m, &BuildOptions::default());
+    run_with_numa_on(m, Builder::TwoLevel, ASSUMPTIONS[0], spec, seed)
+}
+
+/// Each pair of values of any two assumptions appears in one of these.
+const ASSUMPTIONS: [&str; 4] = [
+    "memory=first-run,slice=wall,wake=previous",
+    "memory=first-run,slice=work,wake=idlest",
+    "memory=parent,slice=wall,wake=idlest",
+    "memory=parent,slice=work,wake=previous",
+];
+
+fn run_with_numa_on(
+    m: &Machine,
+    b: Builder,
+    assume: &str,
+    spec: &str,
+    seed: u64,
+) -> (RunResult, NumaBalancing, usize) {
+    let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig {
         record_trace: true,
+        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
         ..EngineConfig::default()
     };
     let w = WorkloadSpec::parse("w", spec)

@@ -1171,7 +1171,7 @@ impl NumaBalancing {
             return None;
         }
         let preferred = self.tasks[&pid].preferred?;
-        let imbalance_pct = 100 + (self.cfg.numa_imbalance_pct - 100) / 2;
+        let imbalance_pct = 100 + self.cfg.numa_imbalance_pct.saturating_sub(100) / 2;
         let src_stats = self.node_stats(v, src_nid, imbalance_pct);
         let mut env = Env {
             p: pid,
@@ -1370,6 +1370,17 @@ impl NumaBalancing {
         !maymove && cur.is_some_and(|c| preferred_of(c) == Some(env.src_nid))
     }
 
+    /// `(nr_numa_running, nr_preferred_running)` of `cpu`'s runqueue: its tasks with a
+    /// preferred node, and those on it (`account_numa_enqueue`; the balancer's `fbq_type`).
+    pub fn rq_numa_counts(&self, v: &View<'_>, cpu: CpuId) -> (u32, u32) {
+        let node = v.machine.cpu_node(cpu);
+        std::iter::once(v.current(cpu))
+            .flatten()
+            .chain(v.queued(cpu))
+            .filter_map(|q| self.preferred_node(q))
+            .fold((0, 0), |(n, p), pref| (n + 1, p + u32::from(pref == node)))
+    }
+
     /// `migrate_degrades_locality` for moving `pid` from `src_cpu` to `dst_cpu` (the caller
     /// asks only at NUMA levels): −1 no opinion, 0 improves (to the preferred node), 1
     /// degrades. `dst_idle`: the balancing CPU is idle (`CPU_IDLE`).
@@ -1389,13 +1400,8 @@ impl NumaBalancing {
             return -1;
         }
         if t.preferred == Some(src) {
-            let on_src = std::iter::once(v.current(src_cpu))
-                .flatten()
-                .chain(v.queued(src_cpu));
-            let preferred_running = on_src
-                .filter(|&q| self.preferred_node(q) == Some(src))
-                .count();
-            return if v.nr_running(src_cpu) > preferred_running {
+            let (_, preferred_running) = self.rq_numa_counts(v, src_cpu);
+            return if v.nr_running(src_cpu) > preferred_running as usize {
                 1
             } else {
                 -1
