@@ -234,6 +234,7 @@ impl GroupLoads {
     /// CPU's task count, its averages at `tick` and whether they have settled; `member_of` is
     /// [`crate::domains::Domains::member_of`]. When no CPU of the group is left unsettled the
     /// sums hold at every later tick too, until a runqueue of the group changes.
+    #[inline]
     pub(crate) fn get(
         &self,
         id: u32,
@@ -243,33 +244,48 @@ impl GroupLoads {
         read: impl Fn(usize) -> (usize, [u64; 3], bool),
     ) -> GroupLoad {
         let mut guard = self.inner.borrow_mut();
-        let kept = &mut *guard;
         let g = id as usize;
-        if !(kept.sums[g].0..=kept.sums[g].1).contains(&tick) {
-            let mut sums = kept.settled[g];
-            let mut list = std::mem::take(&mut kept.unsettled[g]);
-            list.retain(|&(cpu, epoch)| {
-                let c = cpu as usize;
-                if !kept.listed(c, epoch) {
-                    return false; // stale
-                }
-                let (nr, avg, settled) = read(c);
-                debug_assert_eq!(nr, kept.nr[c], "every runqueue change was reported");
-                sums.add(nr, avg);
-                if settled {
-                    kept.in_unsettled[c] = false;
-                    for &h in &member_of[c] {
-                        kept.settled[h as usize].add(nr, avg);
-                    }
-                }
-                !settled
-            });
-            let all_settled = list.is_empty();
-            kept.unsettled[g] = list;
-            sums.finish(self.weights[g]);
-            kept.sums[g] = (tick, if all_settled { u64::MAX } else { tick }, sums);
+        let (first, last, _) = guard.sums[g];
+        if !(first..=last).contains(&tick) {
+            self.refresh(&mut guard, g, tick, member_of, read);
         }
-        kept.sums[g].2.at(idx)
+        guard.sums[g].2.at(idx)
+    }
+
+    /// Takes group `g`'s sums at `tick`: its settled part plus a read of its unsettled CPUs
+    /// (out of line: most reads find the sums kept).
+    #[cold]
+    #[inline(never)]
+    fn refresh(
+        &self,
+        kept: &mut Kept,
+        g: usize,
+        tick: u64,
+        member_of: &[Vec<u32>],
+        read: impl Fn(usize) -> (usize, [u64; 3], bool),
+    ) {
+        let mut sums = kept.settled[g];
+        let mut list = std::mem::take(&mut kept.unsettled[g]);
+        list.retain(|&(cpu, epoch)| {
+            let c = cpu as usize;
+            if !kept.listed(c, epoch) {
+                return false; // stale
+            }
+            let (nr, avg, settled) = read(c);
+            debug_assert_eq!(nr, kept.nr[c], "every runqueue change was reported");
+            sums.add(nr, avg);
+            if settled {
+                kept.in_unsettled[c] = false;
+                for &h in &member_of[c] {
+                    kept.settled[h as usize].add(nr, avg);
+                }
+            }
+            !settled
+        });
+        let all_settled = list.is_empty();
+        kept.unsettled[g] = list;
+        sums.finish(self.weights[g]);
+        kept.sums[g] = (tick, if all_settled { u64::MAX } else { tick }, sums);
     }
 
     /// CPU `cpu`, a member of groups `ids`, now has `nr` tasks; `avg` are its averages at tick

@@ -100,6 +100,7 @@ impl View<'_> {
     /// The sums of `group`'s CPUs' loads now at load index `idx` (0 = instantaneous, `i` =
     /// `cpu_load[i − 1]`): what a scan of its CPUs with [`View::raw_load`], [`View::cpu_load`]
     /// and [`View::nr_running`] would give, kept between scans (crate::load, step 3).
+    #[inline]
     pub fn group_load(&self, group: &Group, idx: usize) -> GroupLoad {
         let tick = self.tick;
         self.group_loads
