@@ -115,7 +115,15 @@ def summary_items(s: dict[str, Any], procs: Any) -> list[tuple[str, str]]:
                              f"balancing fast {b['idle_fast']}, slow {b['idle_slow']}; "
                              f"migrations between classes {s['migrations_between_classes']}")
         )  # fmt: skip
+    metrics = s.get("policy_metrics") or []
+    if metrics:  # what the policy itself counted (e.g. linux's NUMA balancing)
+        items.append(("policy", "; ".join(f"{name} {_number(v)}" for name, v in metrics)))
     return items
+
+
+def _number(v: float) -> str:
+    """A policy metric: whole counts without a fraction, others to four significant digits."""
+    return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
 
 
 def _records(procs: Any) -> list[dict[str, Any]]:
