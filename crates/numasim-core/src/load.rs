@@ -222,3 +222,167 @@ impl GroupLoads {
         }
     }
 }
+
+/// PELT's period: 1024 units of 1024 ns (`accumulate_sum` shifts ns by 10, a period is 1024
+/// of those): 1.048576 ms.
+pub const PELT_PERIOD_NS: u64 = 1024 * 1024;
+/// Periods over which a contribution halves (`LOAD_AVG_PERIOD`, y^32 = 1/2).
+pub const PELT_HALF_LIFE_PERIODS: u64 = 32;
+/// The full scale of a task's PELT signals: the load weight of a nice-0 task after
+/// `scale_load_down` (1024) and `SCHED_CAPACITY_SCALE` for runnable and util.
+pub const PELT_SCALE: f64 = 1024.0;
+
+/// PELT signals (Linux 6.x `kernel/sched/pelt.c`) in the compact form of a continuous
+/// exponential average: each signal follows its indicator (1 while runnable, resp. running) with
+/// the kernel's decay `y` per period, `y^32 = 1/2`:
+///
+/// ```text
+///   s(t + Δ) = s(t) · y^(Δ/P) + ind · (1 − y^(Δ/P))      P = PELT_PERIOD_NS
+///   load_avg = 1024 · load      runnable_avg = 1024 · runnable      util_avg = 1024 · util
+/// ```
+///
+/// For a task the indicators are 0 or 1; for a CPU (its `cfs_rq`) they are the number of runnable
+/// tasks and whether one runs, and a task's values are added when it attaches to the CPU and
+/// taken away when it leaves it (`attach_entity_load_avg`, `remove_entity_load_avg`): by
+/// linearity the CPU's signal stays the sum of its attached tasks' (blocked ones decaying).
+/// The kernel sums whole periods (`accumulate_sum`, divider `LOAD_AVG_MAX − 1024 +
+/// period_contrib`); this form is what those sums tend to and agrees with them at period
+/// boundaries up to that divider's rounding (docs/policies/linux.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pelt {
+    /// Runnable-weighted average, as a share of the full weight (`load_avg / 1024`).
+    pub load: f64,
+    /// Runnable average (`runnable_avg / 1024`); differs from `load` only by its start value.
+    pub runnable: f64,
+    /// Running average (`util_avg / 1024`).
+    pub util: f64,
+    /// When the values were last brought up to date.
+    pub at_ns: u64,
+}
+
+/// A task's or CPU's PELT signals at one instant, on the kernel's scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PeltAvg {
+    pub load_avg: f64,
+    pub runnable_avg: f64,
+    pub util_avg: f64,
+}
+
+impl Pelt {
+    /// `y^(Δ/P)`: the share of the old value left after `dt_ns`.
+    pub fn decay(dt_ns: u64) -> f64 {
+        let periods = dt_ns as f64 / PELT_PERIOD_NS as f64;
+        (-periods / PELT_HALF_LIFE_PERIODS as f64).exp2()
+    }
+
+    /// The values at `now_ns` (not before `at_ns`) with `runnable` runnable tasks (0 or 1 for a
+    /// task) and `running` (whether one runs) constant since `at_ns`.
+    pub fn at(&self, now_ns: u64, runnable: f64, running: f64) -> Pelt {
+        if now_ns <= self.at_ns {
+            return *self;
+        }
+        let k = Self::decay(now_ns - self.at_ns);
+        Pelt {
+            load: self.load * k + runnable * (1.0 - k),
+            runnable: self.runnable * k + runnable * (1.0 - k),
+            util: self.util * k + running * (1.0 - k),
+            at_ns: now_ns,
+        }
+    }
+
+    /// On the kernel's scale.
+    pub fn avg(&self) -> PeltAvg {
+        PeltAvg {
+            load_avg: self.load * PELT_SCALE,
+            runnable_avg: self.runnable * PELT_SCALE,
+            util_avg: self.util * PELT_SCALE,
+        }
+    }
+
+    /// Adds a task's values (both up to date at the same instant).
+    pub(crate) fn add(&mut self, t: &Pelt) {
+        self.load += t.load;
+        self.runnable += t.runnable;
+        self.util += t.util;
+    }
+
+    /// Takes a task's values away (never below zero: float sums may round).
+    pub(crate) fn sub(&mut self, t: &Pelt) {
+        self.load = (self.load - t.load).max(0.0);
+        self.runnable = (self.runnable - t.runnable).max(0.0);
+        self.util = (self.util - t.util).max(0.0);
+    }
+
+    /// A new task's values when it first attaches to a CPU whose values are `cpu` (at the same
+    /// instant): `init_entity_runnable_average` (full load weight) then
+    /// `post_init_entity_util_avg` (util = the CPU's util × weight / (its load + 1), at most half
+    /// the CPU's spare capacity, all of that half when the CPU has no util; runnable = util).
+    pub fn new_task(cpu: &Pelt, now_ns: u64) -> Pelt {
+        let (cpu_util, cpu_load) = (cpu.util * PELT_SCALE, cpu.load * PELT_SCALE);
+        let cap = ((PELT_SCALE - cpu_util) / 2.0).max(0.0);
+        let util = if cpu_util > 0.0 {
+            (cpu_util * PELT_SCALE / (cpu_load + 1.0)).min(cap)
+        } else {
+            cap
+        };
+        Pelt {
+            load: 1.0,
+            runnable: util / PELT_SCALE,
+            util: util / PELT_SCALE,
+            at_ns: now_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod pelt_tests {
+    use super::*;
+
+    const HALF_LIFE_NS: u64 = PELT_PERIOD_NS * PELT_HALF_LIFE_PERIODS;
+
+    #[test]
+    fn a_half_life_of_running_from_zero_gives_half_the_scale_and_two_give_three_quarters() {
+        let p = Pelt::default();
+        let one = p.at(HALF_LIFE_NS, 1.0, 1.0).avg();
+        assert!((one.util_avg - 512.0).abs() < 1e-9, "{one:?}");
+        assert!((one.load_avg - 512.0).abs() < 1e-9);
+        let two = p.at(2 * HALF_LIFE_NS, 1.0, 1.0).avg();
+        assert!((two.util_avg - 768.0).abs() < 1e-9, "{two:?}");
+    }
+
+    #[test]
+    fn a_blocked_signal_halves_every_half_life_and_piecewise_updates_compose() {
+        let full = Pelt {
+            load: 1.0,
+            runnable: 1.0,
+            util: 1.0,
+            at_ns: 0,
+        };
+        let later = full.at(HALF_LIFE_NS, 0.0, 0.0);
+        assert!((later.avg().util_avg - 512.0).abs() < 1e-9);
+        let step = full
+            .at(HALF_LIFE_NS / 2, 0.0, 0.0)
+            .at(HALF_LIFE_NS, 0.0, 0.0);
+        assert!((step.util - later.util).abs() < 1e-12);
+        // Runnable but not running: load and runnable hold, util decays.
+        let waiting = full.at(HALF_LIFE_NS, 1.0, 0.0);
+        assert!((waiting.load - 1.0).abs() < 1e-12 && (waiting.util - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_new_task_on_an_idle_cpu_gets_half_the_capacity_as_util_and_its_full_weight_as_load() {
+        let t = Pelt::new_task(&Pelt::default(), 5).avg();
+        assert_eq!(
+            (t.load_avg, t.util_avg, t.runnable_avg),
+            (1024.0, 512.0, 512.0)
+        );
+        // CPU util 512, load 1023: util = 512·1024/1024 = 512, capped at (1024 − 512)/2 = 256.
+        let cpu = Pelt {
+            load: 1023.0 / 1024.0,
+            runnable: 1.0,
+            util: 0.5,
+            at_ns: 0,
+        };
+        assert_eq!(Pelt::new_task(&cpu, 0).avg().util_avg, 256.0);
+    }
+}

@@ -12,6 +12,7 @@
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
+//!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
 //!   engine checks every decision, applies it, charges its cost (SPEC §4) and records it.
 //! ```
 //!
@@ -148,6 +149,20 @@ pub trait Policy: Send {
         _target: CpuId,
     ) -> Option<Attempt> {
         None
+    }
+
+    /// The slice a running process gets while others wait on its CPU (round robin, the front of
+    /// the queue next): the policy's queue discipline; `None` = the config's `timeslice_ns`
+    /// (2.6's 100 ms). Read once, when the run starts.
+    fn timeslice_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the engine keeps PELT signals per task and per CPU for this policy
+    /// ([`View::task_pelt`], [`View::cpu_pelt`]; crate::load::Pelt). Read once, when the run
+    /// starts; off, they cost nothing and read as zero.
+    fn tracks_pelt(&self) -> bool {
+        false
     }
 
     /// Period of a machine-wide balancing callback (user-space balancers), if any.
