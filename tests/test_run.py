@@ -43,6 +43,7 @@ def test_default_domains_come_from_the_policy(run):
     listing = run("list", "policies").out
     assert listing.startswith("linux26  ")
     assert "default domains: two-level" in listing
+    assert "\nlinux  " in listing and "default domains: linux" in listing
 
 
 def test_api_returns_dataframes_and_is_deterministic():
@@ -111,9 +112,17 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         ),
         (
             ["--workload", "n=5", "--policy", "cfs"],
-            "--policy: unknown policy 'cfs'; choose one of linux26, origin-aware, "
+            "--policy: unknown policy 'cfs'; choose one of linux26, linux, origin-aware, "
             "capability-aware, thread-aware, memory-aware, fr-dist, fh-dist, fp-dist, hb-dist, "
             "hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
+        ),
+        (
+            ["--workload", "n=5", "--policy", "linux:colour=red"],
+            "--policy: unknown linux option 'colour'; choose slice-us or nr-migrate",
+        ),
+        (
+            ["--workload", "n=5", "--policy", "linux:slice-us=0"],
+            "--policy: linux option 'slice-us' must be an integer from 1 to 1000000, not '0'",
         ),
         (
             ["--workload", "n=5", "--domains", "three-level"],
