@@ -1,8 +1,10 @@
-//! Load tracking: what a CPU's load is, as balancers read it.
+//! Load tracking: what a CPU's load is, as balancers read it — 2.6's per-tick `cpu_load[]`
+//! (below) and 6.x's PELT ([`Pelt`], kept by the engine for policies that ask for it).
 //!
 //! ```text
 //!   raw load      = NICE_0_LOAD × nr_running                (2.6.18 raw_weighted_load)
 //!   cpu_load[i]   = (cpu_load[i] · (2^i − 1) + raw) / 2^i   per tick, i = 0..2 (update_load)
+//!   PELT signal   s ← s · y^(Δ/P) + ind · (1 − y^(Δ/P))    y^32 = 1/2, P = 1024 µs (pelt.c)
 //! ```
 //!
 //! 1. Between two changes of a CPU's runqueue length its raw load is constant, so the ticks in

@@ -8,9 +8,10 @@
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
-//!           queue   ── runnable, front runs next (round robin, timeslice_ns)
+//!           queue   ── runnable, front runs next (round robin: the policy's slice or timeslice_ns)
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
 //!           load    ── 128 × nr_running, and its per-tick decayed averages cpu_load[0..3]
+//!           pelt    ── PELT sums of its attached tasks (policies that ask: tracks_pelt)
 //!   process: remaining work (ns at speed 1, all-local), current burst, origin, metrics
 //!   group:   page shares per node (first touch), threads per node
 //! ```
