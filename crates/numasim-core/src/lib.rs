@@ -15,7 +15,7 @@
 //!
 //! ```text
 //!   workload ─┐   load (cpu_load, PELT)   memory (pages per node)
-//!             └──────────┬──────────────────┘
+//!             └──────────┬────────────────────┘
 //!                      state        per CPU, process, thread group
 //!                        │
 //!                    interface      Policy trait, View, decisions (Attempt, Move, PageMove)
