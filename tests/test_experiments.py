@@ -234,8 +234,8 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (("replications = 6", ""), "missing key 'replications'"),
         (
             ('machines = ["hp-superdome-4"]', 'machines = ["nowhere-9"]'),
-            "nowhere-9: unknown machine: not a preset (see `numasim list machines`), not a file, "
-            "and not 'host'",
+            "machines: nowhere-9: unknown machine: not a preset (see `numasim list machines`), "
+            "not a file, and not 'host'",
         ),
         (
             ("confidence = 0.95", "confidence = 1.5"),
@@ -248,8 +248,7 @@ def test_bad_experiment_files(run, tmp_path, change, expected):
     path.write_text(path.read_text().replace(*change))
     r = run("reproduce", path, "--out", tmp_path / "o")
     assert (r.code, r.out) == (2, "")
-    prefix = "" if expected.startswith("nowhere-9") else f"{path}: "
-    assert r.err == f"numasim: error: {prefix}{expected}\n"
+    assert r.err == f"numasim: error: {path}: {expected}\n"
 
 
 def test_an_experiment_file_that_is_not_text_is_one_line(run, tmp_path):

@@ -390,7 +390,11 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     from numasim.machine import Machine
 
     for m in f.machines:
-        Machine.load(m)
+        try:
+            Machine.load(m)
+        except InputError as e:
+            # Like every other error of the file, with the file's name first.
+            raise InputError(f"{origin}: machines: {e}") from None
     return exp
 
 
