@@ -541,3 +541,75 @@ fn a_run_on_mehta_m1_completes_and_balances() {
     );
     assert!(r.summary.balance.newidle.iter().sum::<u64>() > 0);
 }
+
+#[test]
+fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_failures() {
+    // Two nodes of 4 CPUs at distance 20; node 0 runs four tasks, one per CPU; node 1 is idle.
+    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms): both groups have spare
+    // (no PELT history), prefer_sibling (the MC level below has SD_PREFER_SIBLING) and
+    // sibling_imbalance 4 − 0 = 4 > 1 force it; adjust_numa_imbalance(4, 0 + 1, 1) keeps 4
+    // (> NUMA_IMBALANCE_MIN), halved: migrate_task 2. The busiest CPU (CPU 0, most tasks, the
+    // first of equals) has one task: nothing to detach, nr_balance_failed++. After more than
+    // cache_nice_tries (2, NUMA) + 2 = 4 failures, the fifth pass asks for active balancing,
+    // which pushes CPU 0's running task to CPU 4 and resets the failures.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
+    let w = Workload {
+        processes: (0..4)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    for pid in 0..4 {
+        sc.put(pid, pid, pid, 0);
+    }
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    for pass in 1..=5u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        let want = (pass == 5).then_some(0);
+        assert_eq!(a.active_from, want, "pass {pass}");
+    }
+    let a = p.active_balance(&sc.view(), 0, 4).expect("a task to push");
+    assert_eq!(pulled(&a), vec![0]);
+    let (got, rejected) = sc.apply(4, 1, a);
+    assert_eq!((got, rejected), (vec![4], 0));
+    assert_eq!(sc.runqueue(4), vec![0]);
+    // CPU 4 is busy now: its interval is 8 ms × busy_factor 16 − 1 jiffy = 127 ms; then a busy
+    // puller finds no overloaded group: balanced, nothing moves, no active balance.
+    sc.at(48 * MS);
+    assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
+    sc.at(166 * MS);
+    assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
+    sc.at(167 * MS);
+    let a = p
+        .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+        .expect("due");
+    assert!(a.moves.is_empty() && a.active_from.is_none());
+}
+
+#[test]
+fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
+    // Two nodes of 2 CPUs. The waker is the previous CPU (wake=previous): select_idle_sibling
+    // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with
+    // node 1 idle (wake-ups do not cross the LLC; periodic balancing will).
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = Workload {
+        processes: (0..4)
+            .map(|p| testutils::process(p, Kind::Io, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(0));
+    sc.put(1, 0, 0, 0);
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(1));
+    sc.put(2, 1, 1, 0);
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(0));
+}

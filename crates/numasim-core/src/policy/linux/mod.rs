@@ -38,7 +38,7 @@
 //! 5. Failure, active balance, back-off (end of `sched_balance_rq`): nothing moved →
 //!    `nr_balance_failed++` (not newly idle); `need_active_balance` (migrate_task and more than
 //!    `cache_nice_tries + 2` failures) → `active_load_balance_cpu_stop` pushes one task, hot or
-//!    not, and a success resets the failures; moved → failures reset; unbalanced → interval back
+//!    not (the running one when it is alone), and a success resets the failures; moved → failures reset; unbalanced → interval back
 //!    to min; balanced → interval doubles up to max (not for newly idle).
 //! 6. `sched_balance_newidle` [`newidle_balance`]: skipped unless some CPU has two tasks
 //!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
@@ -348,14 +348,14 @@ impl Policy for Linux {
         busiest: CpuId,
         target: CpuId,
     ) -> Option<Attempt> {
-        if view.nr_running(busiest) <= 1 {
-            return None;
-        }
+        // active_load_balance_cpu_stop: the stopper runs on the busiest CPU, so its CFS tasks
+        // all count (`nr_running` includes the stopper) and none is on the CPU any more;
+        // detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail of
+        // cfs_tasks — the least recently run queued task, or the one that was running.
+        let pid = view.queued(busiest).next().or(view.current(busiest))?;
         let li = view.domains.cpus[target]
             .iter()
             .position(|l| l.span.contains(busiest))?;
-        // detach_one_task with LBF_ACTIVE_LB: the first task from the tail, hot or not.
-        let pid = view.queued(busiest).next()?;
         self.sd[target][li].nr_balance_failed = 0;
         Some(Attempt {
             locks: 1,
