@@ -38,8 +38,9 @@
 //! 5. Failure, active balance, back-off (end of `sched_balance_rq`): nothing moved →
 //!    `nr_balance_failed++` (not newly idle); `need_active_balance` (migrate_task and more than
 //!    `cache_nice_tries + 2` failures) → `active_load_balance_cpu_stop` pushes one task, hot or
-//!    not (the running one when it is alone), and a success resets the failures; moved → failures reset; unbalanced → interval back
-//!    to min; balanced → interval doubles up to max (not for newly idle).
+//!    not (the running one when it is alone), and a success resets the failures; moved →
+//!    failures reset; unbalanced → interval back to min; balanced → interval doubles up to max
+//!    (not for newly idle).
 //! 6. `sched_balance_newidle` [`newidle_balance`]: skipped unless some CPU has two tasks
 //!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
 //!    `SD_BALANCE_NEWIDLE` lowest first while `avg_idle ≥ cost so far + the level's max cost`,
