@@ -40,6 +40,17 @@ def test_run_json_and_out_round_trip(run, tmp_path):
 def test_default_domains_come_from_the_policy(run):
     r = run("run", "--machine", "hp-superdome-4", "--workload", "n=20")
     assert "linux26 over two-level domains" in r.out
+
+
+def test_the_linux_policy_runs_end_to_end(run):
+    # The issue-17 command, and the same over the policy's default (linux) domains.
+    spec = "n=50,kind=cpu,exec=200,arrival=random"
+    r = run("run", "--machine", "mehta-m1", "--policy", "linux", "--domains", "linux",
+            "--workload", spec, "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["processes"] == 50
+    r = run("run", "--machine", "mehta-m1", "--policy", "linux", "--workload", spec)
+    assert r.out.startswith("mehta-m1 · linux over linux domains · 50 processes\n")
     listing = run("list", "policies").out
     assert listing.startswith("linux26  ")
     assert "default domains: two-level" in listing
