@@ -613,3 +613,40 @@ fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
     sc.put(2, 1, 1, 0);
     assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(0));
 }
+
+#[test]
+fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
+    // CPU 1 goes newly idle at 10 ms with nothing to pull (no CPU has two tasks): idle_stamp
+    // 10 ms. A task wakes there 0.1 ms later: avg_idle = 1 ms + (0.1 ms − 1 ms) / 8 = 887.5 µs.
+    let s = one_node_2(4);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.at(10 * MS);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.avg_idle_ns(1), 1_000_000, "start: 2 × migration cost");
+    assert!(p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_none());
+    sc.at(10 * MS + 100_000);
+    assert_eq!(p.place_wakeup(&sc.view(), 3, 1), Some(1));
+    assert_eq!(p.avg_idle_ns(1), 887_500);
+
+    // With a runqueue costing 1 ms to examine, one newly-idle pass costs 4 runqueues (two groups,
+    // the busiest group again, one lock) = 4 ms + 1 task × 0.2 µs + 5 µs per migration: more
+    // than avg_idle (1 ms), so the next newly-idle pass is skipped; at the default costs it runs.
+    let mut costly = one_node_2(4);
+    costly.config.cost_per_rq_ns = 1_000_000;
+    for (setup, runs_again) in [(&costly, false), (&s, true)] {
+        let mut sc = setup.scene();
+        for pid in 0..3 {
+            sc.put(pid, 0, 0, 0);
+        }
+        sc.at(10 * MS);
+        let mut p = Linux::new(&setup.ctx(), Options::default());
+        let a = p
+            .balance(&sc.view(), 1, 0, BalanceKind::NewIdle)
+            .expect("runs");
+        assert_eq!(pulled(&a), vec![1]);
+        sc.at(20 * MS);
+        let again = p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle);
+        assert_eq!(again.is_some(), runs_again);
+    }
+}

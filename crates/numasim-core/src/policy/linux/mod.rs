@@ -293,6 +293,13 @@ impl Linux {
     }
 }
 
+impl Linux {
+    /// `rq->avg_idle` of `cpu`, ns (what gates its newly-idle balancing; for tests and traces).
+    pub fn avg_idle_ns(&self, cpu: CpuId) -> u64 {
+        self.cpu[cpu].avg_idle_ns
+    }
+}
+
 impl Policy for Linux {
     fn name(&self) -> &'static str {
         "linux"
