@@ -230,6 +230,42 @@ impl GroupLoads {
 pub const PELT_PERIOD_NS: u64 = 1024 * 1024;
 /// Periods over which a contribution halves (`LOAD_AVG_PERIOD`, y^32 = 1/2).
 pub const PELT_HALF_LIFE_PERIODS: u64 = 32;
+/// `y^k = 2^(−k/32)` for k = 0..31 whole periods (the kernel keeps them as
+/// `runnable_avg_yN_inv`, 32-bit fixed point; these are the same values in f64).
+pub const PELT_Y: [f64; 32] = [
+    1.0,
+    0.9785720620877001,
+    0.9576032806985737,
+    0.93708381705515,
+    0.9170040432046712,
+    0.8973545375015536,
+    0.8781260801866497,
+    0.859309649061239,
+    0.8408964152537145,
+    0.8228777390769825,
+    0.8052451659746271,
+    0.7879904225539432,
+    0.7711054127039704,
+    0.7545822137967114,
+    0.7384130729697497,
+    0.7225904034885233,
+    std::f64::consts::FRAC_1_SQRT_2,
+    0.691954940981916,
+    0.6771277734684463,
+    0.6626183215798707,
+    0.6484197773255048,
+    0.6345254785958666,
+    0.620928906036742,
+    0.6076236799902345,
+    0.5946035575013605,
+    0.5818624293887887,
+    0.5693943173783458,
+    0.5571933712979462,
+    0.5452538663326288,
+    0.5335702003384118,
+    0.5221368912137069,
+    0.5109485743270583,
+];
 /// The full scale of a task's PELT signals: the load weight of a nice-0 task after
 /// `scale_load_down` (1024) and `SCHED_CAPACITY_SCALE` for runnable and util.
 pub const PELT_SCALE: f64 = 1024.0;
@@ -271,10 +307,28 @@ pub struct PeltAvg {
 }
 
 impl Pelt {
-    /// `y^(Δ/P)`: the share of the old value left after `dt_ns`.
+    /// `y^(Δ/P)`: the share of the old value left after `dt_ns`. Whole periods from the table
+    /// [`PELT_Y`] (as the kernel's `decay_load` uses `runnable_avg_yN_inv`) and a power of two
+    /// per 32 of them, the rest of a period by a short series: only IEEE additions and
+    /// multiplications, so the same on every platform (`exp2` is not guaranteed to be).
     pub fn decay(dt_ns: u64) -> f64 {
-        let periods = dt_ns as f64 / PELT_PERIOD_NS as f64;
-        (-periods / PELT_HALF_LIFE_PERIODS as f64).exp2()
+        let periods = dt_ns / PELT_PERIOD_NS;
+        let (halvings, k) = (
+            periods / PELT_HALF_LIFE_PERIODS,
+            periods % PELT_HALF_LIFE_PERIODS,
+        );
+        if halvings > 1000 {
+            return 0.0;
+        }
+        // 2^−halvings, built from its exponent bits (exact).
+        let half_powers = f64::from_bits((1023 - halvings) << 52);
+        // y^(r/P) = e^x with x = −ln 2 · r / (32 P) in (−0.0217, 0]: six terms leave < 1e-16.
+        let rest = (dt_ns % PELT_PERIOD_NS) as f64;
+        let x = -std::f64::consts::LN_2 * rest / (PELT_HALF_LIFE_PERIODS * PELT_PERIOD_NS) as f64;
+        let within = 1.0
+            + x * (1.0
+                + x / 2.0 * (1.0 + x / 3.0 * (1.0 + x / 4.0 * (1.0 + x / 5.0 * (1.0 + x / 6.0)))));
+        PELT_Y[k as usize] * half_powers * within
     }
 
     /// The values at `now_ns` (not before `at_ns`) with `runnable` runnable tasks (0 or 1 for a
@@ -341,6 +395,29 @@ mod pelt_tests {
     use super::*;
 
     const HALF_LIFE_NS: u64 = PELT_PERIOD_NS * PELT_HALF_LIFE_PERIODS;
+
+    #[test]
+    fn the_decay_is_two_to_the_minus_periods_over_32() {
+        for dt in [
+            0,
+            1,
+            999,
+            PELT_PERIOD_NS,
+            7 * PELT_PERIOD_NS + 12_345,
+            HALF_LIFE_NS,
+            3 * HALF_LIFE_NS + 5,
+            1_000_000_000,
+        ] {
+            let want = (-(dt as f64) / HALF_LIFE_NS as f64).exp2();
+            assert!(
+                (Pelt::decay(dt) - want).abs() < 1e-14,
+                "{dt}: {} vs {want}",
+                Pelt::decay(dt)
+            );
+        }
+        assert_eq!(Pelt::decay(2 * HALF_LIFE_NS), 0.25);
+        assert_eq!(Pelt::decay(u64::MAX), 0.0);
+    }
 
     #[test]
     fn a_half_life_of_running_from_zero_gives_half_the_scale_and_two_give_three_quarters() {
