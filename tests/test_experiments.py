@@ -43,7 +43,8 @@ def tiny(tmp_path, reps=6, text=TINY):
 def test_list_experiments_names_the_reproductions(run):
     r = run("list", "experiments")
     assert r.code == 0
-    for name in ["multilevel-altix", "multilevel-superdome", "domains-superdome-4"]:
+    for name in ["multilevel-altix", "multilevel-superdome", "domains-superdome-4",
+                 "modern-baseline"]:  # fmt: skip
         assert f"\n{name} " in "\n" + r.out
 
 
@@ -74,6 +75,27 @@ def test_reproduce_json_shape_table_and_files(run, tmp_path):
     assert table.code == 0
     assert "linux26@two-level TAT" in table.out and "gain %" in table.out
     assert "figures: " in table.out
+
+
+def test_extra_variants_run_only_when_asked(run, tmp_path):
+    text = TINY.replace('policies = ["linux26@flat", "linux26@node-only"]',
+                        'policies = ["linux26@flat"]\nextra = ["linux@linux"]')  # fmt: skip
+    path = tiny(tmp_path, reps=2, text=text)
+    plain = run("reproduce", path, "--out", tmp_path / "a", "--jobs", "1", "--json")
+    assert plain.code == 0, plain.err
+    assert {r["policy"] for r in json.loads(plain.out)["rows"]} == {"linux26@flat"}
+    extra = run("reproduce", path, "--out", tmp_path / "b", "--jobs", "1", "--json", "--extra")
+    assert extra.code == 0, extra.err
+    assert {r["policy"] for r in json.loads(extra.out)["rows"]} == {"linux26@flat", "linux@linux"}
+    # A file without extra variants: --extra would do nothing, so it is refused.
+    none = run("reproduce", tiny(tmp_path, reps=2), "--out", tmp_path / "c", "--extra")
+    assert none.code == 2 and none.err.count("\n") == 1 and "has no extra variants" in none.err
+
+
+def test_every_shipped_reproduction_offers_today_s_linux_as_extra_variants():
+    for exp in ex.list_experiments():
+        assert [v.label for v in exp.extra] == ["linux:numa_balancing=off@linux", "linux@linux"] \
+            or exp.name == "modern-baseline", exp.name  # fmt: skip
 
 
 def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):
@@ -171,13 +193,13 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
     [
         (
             ("seed = 7", "seed = 7\ncolour = 1"),
-            "unknown key 'colour'; allowed: assumptions, baseline, claim, confidence, machines, "
-            "metric, name, notes, policies, profile, reference, replications, seed, source, sweep, "
-            "title, workload, x_label, x_scale",
+            "unknown key 'colour'; allowed: assumptions, baseline, claim, confidence, extra, "
+            "machines, metric, name, notes, policies, profile, reference, replications, seed, "
+            "source, sweep, title, workload, x_label, x_scale",
         ),
         (
             ('"linux26@flat"', '"cfs@flat"'),
-            "unknown policy 'cfs'; choose one of linux26, origin-aware, capability-aware, "
+            "unknown policy 'cfs'; choose one of linux26, linux, origin-aware, capability-aware, "
             "thread-aware, memory-aware, fr-dist, fh-dist, fp-dist, hb-dist, hs-dist, fr-con, "
             "fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
         ),
@@ -234,8 +256,8 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (("replications = 6", ""), "missing key 'replications'"),
         (
             ('machines = ["hp-superdome-4"]', 'machines = ["nowhere-9"]'),
-            "nowhere-9: unknown machine: not a preset (see `numasim list machines`), not a file, "
-            "and not 'host'",
+            "machines: nowhere-9: unknown machine: not a preset (see `numasim list machines`), "
+            "not a file, and not 'host'",
         ),
         (
             ("confidence = 0.95", "confidence = 1.5"),
@@ -248,8 +270,7 @@ def test_bad_experiment_files(run, tmp_path, change, expected):
     path.write_text(path.read_text().replace(*change))
     r = run("reproduce", path, "--out", tmp_path / "o")
     assert (r.code, r.out) == (2, "")
-    prefix = "" if expected.startswith("nowhere-9") else f"{path}: "
-    assert r.err == f"numasim: error: {prefix}{expected}\n"
+    assert r.err == f"numasim: error: {path}: {expected}\n"
 
 
 def test_an_experiment_file_that_is_not_text_is_one_line(run, tmp_path):

@@ -99,7 +99,8 @@ def _slow(value: str) -> bool:
 @FUZZ
 @given(parts=PARTS, n=st.integers(1, 12),
        policy=st.sampled_from(["linux26", "origin-aware", "capability-aware", "origin-aware:v1=x",
-                               "linux26:", "", "cfs", "origin-aware:min-load=-1"]),
+                               "linux26:", "", "cfs", "origin-aware:min-load=-1", "linux",
+                               "linux:slice-us=0"]),
        domains=st.sampled_from([None, "flat", "node-only", "two-level", "multilevel", "linux",
                                 "", "three"]))  # fmt: skip
 def test_simulate_answers_or_refuses(parts, n, policy, domains):

@@ -40,9 +40,21 @@ def test_run_json_and_out_round_trip(run, tmp_path):
 def test_default_domains_come_from_the_policy(run):
     r = run("run", "--machine", "hp-superdome-4", "--workload", "n=20")
     assert "linux26 over two-level domains" in r.out
+
+
+def test_the_linux_policy_runs_end_to_end(run):
+    # The issue-17 command, and the same over the policy's default (linux) domains.
+    spec = "n=50,kind=cpu,exec=200,arrival=random"
+    r = run("run", "--machine", "mehta-m1", "--policy", "linux", "--domains", "linux",
+            "--workload", spec, "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["processes"] == 50
+    r = run("run", "--machine", "mehta-m1", "--policy", "linux", "--workload", spec)
+    assert r.out.startswith("mehta-m1 · linux over linux domains · 50 processes\n")
     listing = run("list", "policies").out
     assert listing.startswith("linux26  ")
     assert "default domains: two-level" in listing
+    assert "\nlinux  " in listing and "default domains: linux" in listing
 
 
 def test_api_returns_dataframes_and_is_deterministic():
@@ -111,9 +123,18 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         ),
         (
             ["--workload", "n=5", "--policy", "cfs"],
-            "--policy: unknown policy 'cfs'; choose one of linux26, origin-aware, "
+            "--policy: unknown policy 'cfs'; choose one of linux26, linux, origin-aware, "
             "capability-aware, thread-aware, memory-aware, fr-dist, fh-dist, fp-dist, hb-dist, "
             "hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
+        ),
+        (
+            ["--workload", "n=5", "--policy", "linux:colour=red"],
+            "--policy: unknown linux option 'colour'; choose slice-us, nr-migrate or "
+            "numa_balancing",
+        ),
+        (
+            ["--workload", "n=5", "--policy", "linux:slice-us=0"],
+            "--policy: linux option 'slice-us' must be an integer from 1 to 1000000, not '0'",
         ),
         (
             ["--workload", "n=5", "--domains", "three-level"],

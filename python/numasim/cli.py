@@ -589,14 +589,21 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
               help="Write one self-contained HTML page: setup, assumptions and their sources, "
               "the published numbers beside numasim's, figures, the ablation (run too) and a "
               "reading of sign, trend and magnitude.")  # fmt: skip
+@click.option("--extra", is_flag=True,
+              help="Also run the file's extra variants (every shipped reproduction: today's "
+              "Linux, linux@linux with NUMA balancing off and on).")  # fmt: skip
 def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json,
-              ablate, report_file) -> None:  # fmt: skip
+              ablate, report_file, extra) -> None:  # fmt: skip
     """Run a shipped experiment (numasim list experiments) or an experiment file, under its
     paper's modelling assumptions unless --assume says otherwise."""
     from numasim import experiment as ex
 
     _check_common(replications, confidence)
     exp = ex.load(name)
+    if extra:
+        if not exp.extra:
+            raise click.UsageError(f"--extra: {exp.name} has no extra variants")
+        exp.policies += exp.extra
     if replications:
         exp.replications = replications
     exp.assume = _assume(assume)

@@ -115,6 +115,9 @@ class Experiment:
     confidence: float
     seed: int
     notes: str = ""
+    #: Variants run beside ``policies`` only when asked (``reproduce --extra``): today's Linux
+    #: in every shipped reproduction (docs/experiments.md).
+    extra: list[Variant] = field(default_factory=list)
     origin: str = "experiment"
     #: The metric of the table, the gains and the figures (a key of METRIC_LABELS).
     metric: str = "mean_tat_ms"
@@ -297,6 +300,8 @@ class ExperimentFile(_Strict):
     sweep: _Sweep
     baseline: str
     policies: list[str] = Field(min_length=1)
+    #: Variants run beside the policies with ``reproduce --extra`` (e.g. today's Linux).
+    extra: list[str] = []
     replications: int = Field(ge=1)
     confidence: float = Field(default=0.95, ge=0.5, lt=1)
     #: A master seed: replication seeds derive from it (``replication_seed``).
@@ -367,6 +372,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         ns=f.sweep.n,
         baseline=parse_variant(origin, f.baseline),
         policies=[parse_variant(origin, p) for p in f.policies],
+        extra=[parse_variant(origin, p) for p in f.extra],
         replications=f.replications,
         confidence=f.confidence,
         seed=f.seed,
@@ -381,6 +387,10 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
+    extra = [v.label for v in exp.extra]
+    if len(set(extra)) != len(extra) or set(extra) & set(labels):
+        raise InputError(f"{origin}: extra: its variants must differ from each other and from "
+                         "the baseline and policies")  # fmt: skip
     check_metric(origin, "metric", f.metric, workloads)
     from numasim import claims
 
@@ -390,7 +400,11 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     from numasim.machine import Machine
 
     for m in f.machines:
-        Machine.load(m)
+        try:
+            Machine.load(m)
+        except InputError as e:
+            # Like every other error of the file, with the file's name first.
+            raise InputError(f"{origin}: machines: {e}") from None
     return exp
 
 

@@ -14,8 +14,8 @@
 //! Later layers build on these two, each depending only on the ones above it:
 //!
 //! ```text
-//!   workload ─┐   load (2.6 cpu_load)   memory (pages per node)
-//!             └──────────┬──────────────────┘
+//!   workload ─┐   load (cpu_load, PELT)   memory (pages per node)
+//!             └──────────┬────────────────────┘
 //!                      state        per CPU, process, thread group
 //!                        │
 //!                    interface      Policy trait, View, decisions (Attempt, Move, PageMove)

@@ -1,8 +1,10 @@
-//! Load tracking: what a CPU's load is, as balancers read it.
+//! Load tracking: what a CPU's load is, as balancers read it — 2.6's per-tick `cpu_load[]`
+//! (below) and 6.x's PELT ([`Pelt`], kept by the engine for policies that ask for it).
 //!
 //! ```text
 //!   raw load      = NICE_0_LOAD × nr_running                (2.6.18 raw_weighted_load)
 //!   cpu_load[i]   = (cpu_load[i] · (2^i − 1) + raw) / 2^i   per tick, i = 0..2 (update_load)
+//!   PELT signal   s ← s · y^(Δ/P) + ind · (1 − y^(Δ/P))    y^32 = 1/2, P = 1024 µs (pelt.c)
 //! ```
 //!
 //! 1. Between two changes of a CPU's runqueue length its raw load is constant, so the ticks in
@@ -326,5 +328,246 @@ impl GroupLoads {
             }
             list.push((cpu as u32, epoch));
         }
+    }
+}
+
+/// PELT's period: 1024 units of 1024 ns (`accumulate_sum` shifts ns by 10, a period is 1024
+/// of those): 1.048576 ms.
+pub const PELT_PERIOD_NS: u64 = 1024 * 1024;
+/// Periods over which a contribution halves (`LOAD_AVG_PERIOD`, y^32 = 1/2).
+pub const PELT_HALF_LIFE_PERIODS: u64 = 32;
+/// `y^k = 2^(−k/32)` for k = 0..31 whole periods (the kernel keeps them as
+/// `runnable_avg_yN_inv`, 32-bit fixed point; these are the same values in f64).
+pub const PELT_Y: [f64; 32] = [
+    1.0,
+    0.9785720620877001,
+    0.9576032806985737,
+    0.93708381705515,
+    0.9170040432046712,
+    0.8973545375015536,
+    0.8781260801866497,
+    0.859309649061239,
+    0.8408964152537145,
+    0.8228777390769825,
+    0.8052451659746271,
+    0.7879904225539432,
+    0.7711054127039704,
+    0.7545822137967114,
+    0.7384130729697497,
+    0.7225904034885233,
+    std::f64::consts::FRAC_1_SQRT_2,
+    0.691954940981916,
+    0.6771277734684463,
+    0.6626183215798707,
+    0.6484197773255048,
+    0.6345254785958666,
+    0.620928906036742,
+    0.6076236799902345,
+    0.5946035575013605,
+    0.5818624293887887,
+    0.5693943173783458,
+    0.5571933712979462,
+    0.5452538663326288,
+    0.5335702003384118,
+    0.5221368912137069,
+    0.5109485743270583,
+];
+/// The full scale of a task's PELT signals: the load weight of a nice-0 task after
+/// `scale_load_down` (1024) and `SCHED_CAPACITY_SCALE` for runnable and util.
+pub const PELT_SCALE: f64 = 1024.0;
+
+/// PELT signals (Linux 6.x `kernel/sched/pelt.c`) in the compact form of a continuous
+/// exponential average: each signal follows its indicator (1 while runnable, resp. running) with
+/// the kernel's decay `y` per period, `y^32 = 1/2`:
+///
+/// ```text
+///   s(t + Δ) = s(t) · y^(Δ/P) + ind · (1 − y^(Δ/P))      P = PELT_PERIOD_NS
+///   load_avg = 1024 · load      runnable_avg = 1024 · runnable      util_avg = 1024 · util
+/// ```
+///
+/// For a task the indicators are 0 or 1; for a CPU (its `cfs_rq`) they are the number of runnable
+/// tasks and whether one runs, and a task's values are added when it attaches to the CPU and
+/// taken away when it leaves it (`attach_entity_load_avg`, `remove_entity_load_avg`): by
+/// linearity the CPU's signal stays the sum of its attached tasks' (blocked ones decaying).
+/// The kernel sums whole periods (`accumulate_sum`, divider `LOAD_AVG_MAX − 1024 +
+/// period_contrib`); this form is what those sums tend to and agrees with them at period
+/// boundaries up to that divider's rounding (docs/policies/linux.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pelt {
+    /// Runnable-weighted average, as a share of the full weight (`load_avg / 1024`).
+    pub load: f64,
+    /// Runnable average (`runnable_avg / 1024`); differs from `load` only by its start value.
+    pub runnable: f64,
+    /// Running average (`util_avg / 1024`).
+    pub util: f64,
+    /// When the values were last brought up to date.
+    pub at_ns: u64,
+}
+
+/// A task's or CPU's PELT signals at one instant, on the kernel's scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PeltAvg {
+    pub load_avg: f64,
+    pub runnable_avg: f64,
+    pub util_avg: f64,
+}
+
+impl Pelt {
+    /// `y^(Δ/P)`: the share of the old value left after `dt_ns`. Whole periods from the table
+    /// [`PELT_Y`] (as the kernel's `decay_load` uses `runnable_avg_yN_inv`) and a power of two
+    /// per 32 of them, the rest of a period by a short series: only IEEE additions and
+    /// multiplications, so the same on every platform (`exp2` is not guaranteed to be).
+    pub fn decay(dt_ns: u64) -> f64 {
+        let periods = dt_ns / PELT_PERIOD_NS;
+        let (halvings, k) = (
+            periods / PELT_HALF_LIFE_PERIODS,
+            periods % PELT_HALF_LIFE_PERIODS,
+        );
+        if halvings > 1000 {
+            return 0.0;
+        }
+        // 2^−halvings, built from its exponent bits (exact).
+        let half_powers = f64::from_bits((1023 - halvings) << 52);
+        // y^(r/P) = e^x with x = −ln 2 · r / (32 P) in (−0.0217, 0]: six terms leave < 1e-16.
+        let rest = (dt_ns % PELT_PERIOD_NS) as f64;
+        let x = -std::f64::consts::LN_2 * rest / (PELT_HALF_LIFE_PERIODS * PELT_PERIOD_NS) as f64;
+        let within = 1.0
+            + x * (1.0
+                + x / 2.0 * (1.0 + x / 3.0 * (1.0 + x / 4.0 * (1.0 + x / 5.0 * (1.0 + x / 6.0)))));
+        PELT_Y[k as usize] * half_powers * within
+    }
+
+    /// The values at `now_ns` (not before `at_ns`) with `runnable` runnable tasks (0 or 1 for a
+    /// task) and `running` (whether one runs) constant since `at_ns`.
+    pub fn at(&self, now_ns: u64, runnable: f64, running: f64) -> Pelt {
+        if now_ns <= self.at_ns {
+            return *self;
+        }
+        let k = Self::decay(now_ns - self.at_ns);
+        Pelt {
+            load: self.load * k + runnable * (1.0 - k),
+            runnable: self.runnable * k + runnable * (1.0 - k),
+            util: self.util * k + running * (1.0 - k),
+            at_ns: now_ns,
+        }
+    }
+
+    /// On the kernel's scale.
+    pub fn avg(&self) -> PeltAvg {
+        PeltAvg {
+            load_avg: self.load * PELT_SCALE,
+            runnable_avg: self.runnable * PELT_SCALE,
+            util_avg: self.util * PELT_SCALE,
+        }
+    }
+
+    /// Adds a task's values (both up to date at the same instant).
+    pub(crate) fn add(&mut self, t: &Pelt) {
+        self.load += t.load;
+        self.runnable += t.runnable;
+        self.util += t.util;
+    }
+
+    /// Takes a task's values away (never below zero: float sums may round).
+    pub(crate) fn sub(&mut self, t: &Pelt) {
+        self.load = (self.load - t.load).max(0.0);
+        self.runnable = (self.runnable - t.runnable).max(0.0);
+        self.util = (self.util - t.util).max(0.0);
+    }
+
+    /// A new task's values when it first attaches to a CPU whose values are `cpu` (at the same
+    /// instant): `init_entity_runnable_average` (full load weight) then
+    /// `post_init_entity_util_avg` (util = the CPU's util × weight / (its load + 1), at most half
+    /// the CPU's spare capacity, all of that half when the CPU has no util; runnable = util).
+    pub fn new_task(cpu: &Pelt, now_ns: u64) -> Pelt {
+        let (cpu_util, cpu_load) = (cpu.util * PELT_SCALE, cpu.load * PELT_SCALE);
+        let cap = ((PELT_SCALE - cpu_util) / 2.0).max(0.0);
+        let util = if cpu_util > 0.0 {
+            (cpu_util * PELT_SCALE / (cpu_load + 1.0)).min(cap)
+        } else {
+            cap
+        };
+        Pelt {
+            load: 1.0,
+            runnable: util / PELT_SCALE,
+            util: util / PELT_SCALE,
+            at_ns: now_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod pelt_tests {
+    use super::*;
+
+    const HALF_LIFE_NS: u64 = PELT_PERIOD_NS * PELT_HALF_LIFE_PERIODS;
+
+    #[test]
+    fn the_decay_is_two_to_the_minus_periods_over_32() {
+        for dt in [
+            0,
+            1,
+            999,
+            PELT_PERIOD_NS,
+            7 * PELT_PERIOD_NS + 12_345,
+            HALF_LIFE_NS,
+            3 * HALF_LIFE_NS + 5,
+            1_000_000_000,
+        ] {
+            let want = (-(dt as f64) / HALF_LIFE_NS as f64).exp2();
+            assert!(
+                (Pelt::decay(dt) - want).abs() < 1e-14,
+                "{dt}: {} vs {want}",
+                Pelt::decay(dt)
+            );
+        }
+        assert_eq!(Pelt::decay(2 * HALF_LIFE_NS), 0.25);
+        assert_eq!(Pelt::decay(u64::MAX), 0.0);
+    }
+
+    #[test]
+    fn a_half_life_of_running_from_zero_gives_half_the_scale_and_two_give_three_quarters() {
+        let p = Pelt::default();
+        let one = p.at(HALF_LIFE_NS, 1.0, 1.0).avg();
+        assert!((one.util_avg - 512.0).abs() < 1e-9, "{one:?}");
+        assert!((one.load_avg - 512.0).abs() < 1e-9);
+        let two = p.at(2 * HALF_LIFE_NS, 1.0, 1.0).avg();
+        assert!((two.util_avg - 768.0).abs() < 1e-9, "{two:?}");
+    }
+
+    #[test]
+    fn a_blocked_signal_halves_every_half_life_and_piecewise_updates_compose() {
+        let full = Pelt {
+            load: 1.0,
+            runnable: 1.0,
+            util: 1.0,
+            at_ns: 0,
+        };
+        let later = full.at(HALF_LIFE_NS, 0.0, 0.0);
+        assert!((later.avg().util_avg - 512.0).abs() < 1e-9);
+        let step = full
+            .at(HALF_LIFE_NS / 2, 0.0, 0.0)
+            .at(HALF_LIFE_NS, 0.0, 0.0);
+        assert!((step.util - later.util).abs() < 1e-12);
+        // Runnable but not running: load and runnable hold, util decays.
+        let waiting = full.at(HALF_LIFE_NS, 1.0, 0.0);
+        assert!((waiting.load - 1.0).abs() < 1e-12 && (waiting.util - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_new_task_on_an_idle_cpu_gets_half_the_capacity_as_util_and_its_full_weight_as_load() {
+        let t = Pelt::new_task(&Pelt::default(), 5).avg();
+        assert_eq!(
+            (t.load_avg, t.util_avg, t.runnable_avg),
+            (1024.0, 512.0, 512.0)
+        );
+        // CPU util 512, load 1023: util = 512·1024/1024 = 512, capped at (1024 − 512)/2 = 256.
+        let cpu = Pelt {
+            load: 1023.0 / 1024.0,
+            runnable: 1.0,
+            util: 0.5,
+            at_ns: 0,
+        };
+        assert_eq!(Pelt::new_task(&cpu, 0).avg().util_avg, 256.0);
     }
 }

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use rand_pcg::Pcg64;
 
-use crate::load::{LoadAvg, NICE_0_LOAD};
+use crate::load::{LoadAvg, Pelt, NICE_0_LOAD};
 use crate::machine::CpuId;
 use crate::memory::{entry, GroupMemory};
 use crate::workload::Pid;
@@ -80,6 +80,10 @@ pub(crate) struct CpuState {
     /// Averages up to the last tick applied. A `Cell` so that reading them through the View
     /// can memoise the ticks it had to apply (the raw load is constant between updates).
     pub(crate) load: std::cell::Cell<LoadAvg>,
+    /// PELT sums of its attached tasks (only for policies that ask: `Policy::tracks_pelt`),
+    /// and the indicators they follow since `pelt.at_ns`: (runnable tasks, one running).
+    pub(crate) pelt: Pelt,
+    pub(crate) pelt_ind: (f64, f64),
 }
 
 impl CpuState {
@@ -137,6 +141,13 @@ pub(crate) struct ProcState {
     pub(crate) blocked_since: u64,
     pub(crate) work_done: f64,
     pub(crate) run_start_ns: u64,
+    /// PELT signals (only for policies that ask), the indicators they follow since
+    /// `pelt.at_ns` (runnable, running), and the CPU whose sums hold them.
+    pub(crate) pelt: Pelt,
+    pub(crate) pelt_ind: (f64, f64),
+    pub(crate) pelt_cpu: Option<CpuId>,
+    /// Whether it was ever attached (a first attach starts it as a new task).
+    pub(crate) pelt_started: bool,
 }
 
 /// A thread group.

@@ -11,8 +11,10 @@ use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 7] = [
+const POLICIES: [&str; 9] = [
     "linux26",
+    "linux",
+    "linux:slice-us=100,nr-migrate=2",
     "thread-aware",
     "memory-aware",
     "capability-aware",

@@ -1,4 +1,4 @@
-//! Automatic NUMA balancing (policy::linux_numa; docs/policies/linux-numa.md): hand-computed
+//! Automatic NUMA balancing (policy::linux::numa; docs/policies/linux-numa.md): hand-computed
 //! cases of the kernel rules — `update_task_scan_period`, the decay of `task_numa_placement`,
 //! the preferred node, `should_numa_migrate_memory`'s two-stage filter, `task_numa_find_cpu`
 //! / `task_numa_compare` (move to an idle CPU, swap, `SMALLIMP`, `adjust_numa_imbalance`) — a
@@ -11,10 +11,10 @@ use numasim_core::interface::{
     Attempt, BalanceKind, MigrationKind, Move, Pid, Policy, PolicyContext, View,
 };
 use numasim_core::machine::{CpuId, Machine};
-use numasim_core::policy::linux26::Linux26;
-use numasim_core::policy::linux_numa::{
+use numasim_core::policy::linux::numa::{
     should_migrate, update_task_scan_period, GroupFaults, LastAccess, NumaBalancing, NumaConfig,
 };
+use numasim_core::policy::linux26::Linux26;
 use numasim_core::testutils::{self, Setup};
 use numasim_core::workload::{Kind, Workload, WorkloadSpec};
 use proptest::prelude::*;
@@ -584,6 +584,46 @@ fn a_long_task_with_remote_memory_ends_up_local() {
         .contains("\"policy_metrics\":[[\"numa_scan_passes\",2.0]"));
     // The work charged: each pass 256 MB × 2560 ns; each fault 1 µs; each page moved 2 µs.
     assert_eq!(st.cost_ns, 2 * 655_360 + 131_072 * 1_000 + 65_536 * 2_000);
+}
+
+#[test]
+fn the_linux_policy_brings_remote_memory_local_only_with_numa_balancing_on() {
+    // The same task as above (6 s of work, m = 0.5, on CPU 0, pages on node 1) under the
+    // `linux` policy itself, which ticks NUMA balancing at every tick of a busy CPU: with
+    // `numa_balancing=off` it runs remote throughout (9000 ms, as computed above; nothing
+    // moves a lone task on an otherwise idle machine); on (the default on a two-node
+    // machine), its first scan pass comes once it has run 1 s, every page is a private
+    // early-life fault and migrates to node 0, and the rest runs local.
+    let run = |spec: &str| -> RunResult {
+        let s = two_nodes(2, 1);
+        let mut w = s.w.clone();
+        w.processes[0].demand_ns = 6_000_000_000;
+        let s = Setup::new(s.m.clone(), Builder::Linux, w);
+        let mut policy = numasim_core::policy::by_name(spec, &s.ctx()).unwrap();
+        let mut scene = s.scene();
+        scene.with_pelt();
+        scene.put(0, 0, 2, 0);
+        scene.finish(policy.as_mut()).unwrap()
+    };
+    let off = run("linux:numa_balancing=off");
+    let on = run("linux");
+    assert!((off.processes[0].completion_ms - 9000.0).abs() < 1.0);
+    assert!(off.summary.policy_metrics.is_empty());
+    let metric = |name: &str| {
+        on.summary
+            .policy_metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, x)| *x)
+    };
+    assert_eq!(metric("numa_pages_migrated"), Some(65_536.0));
+    assert!(metric("numa_scan_passes") >= Some(1.0));
+    assert_eq!(metric("numa_task_moves"), Some(0.0));
+    assert_eq!(on.summary.migrations, 0, "the task itself never moves");
+    // 1 s or a little more remote (1.5 s of wall time), the rest local, plus the faults' and
+    // copies' cost: well under the 9 s of the remote run.
+    let done = on.processes[0].completion_ms;
+    assert!((6500.0..7500.0).contains(&done), "{done}");
 }
 
 // ---- properties ------------------------------------------------------------------------------

@@ -8,9 +8,10 @@
 //!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
-//!           queue   ── runnable, front runs next (round robin, timeslice_ns)
+//!           queue   ── runnable, front runs next (round robin: the policy's slice or timeslice_ns)
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
 //!           load    ── 128 × nr_running, and its per-tick decayed averages cpu_load[0..3]
+//!           pelt    ── PELT sums of its attached tasks (policies that ask: tracks_pelt)
 //!   process: remaining work (ns at speed 1, all-local), current burst, origin, metrics
 //!   group:   page shares per node (first touch), threads per node
 //! ```
@@ -138,6 +139,11 @@ struct State<'a> {
     group_loads: crate::load::GroupLoads,
     /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
     app_bins: Vec<Vec<(f64, f64)>>,
+    /// The slice a running process gets before the next queued one runs: the policy's
+    /// (`Policy::timeslice_ns`) or the config's.
+    slice_ns: u64,
+    /// Whether PELT signals are kept (`Policy::tracks_pelt`).
+    pelt: bool,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -160,6 +166,59 @@ impl<'a> State<'a> {
             group_loads: &self.group_loads,
             tick: self.now / self.config.tick_ns,
         }
+    }
+
+    /// PELT (kept only when the policy asks, `Policy::tracks_pelt`): after a change of `pid`'s
+    /// state at this instant, brings its signals up to now with the indicators they followed,
+    /// moves them from the CPU it was attached to to the one it is on (blocked tasks stay
+    /// attached where they last ran; held and completed ones leave), and records the new
+    /// indicators of the task and of those CPUs (crate::load::Pelt).
+    fn pelt_update(&mut self, pid: Pid) {
+        if !self.pelt {
+            return;
+        }
+        let now = self.now;
+        let p = &self.procs[pid];
+        let running = self.cpus[p.cpu].current == Some(pid);
+        let runnable = running || p.state == PState::Runnable;
+        let target = match p.state {
+            PState::Runnable | PState::Running | PState::Blocked => Some(p.cpu),
+            PState::Pending | PState::Held | PState::Done => None,
+        };
+        let mut t = p.pelt.at(now, p.pelt_ind.0, p.pelt_ind.1);
+        let old = p.pelt_cpu;
+        if old != target {
+            if let Some(c) = old {
+                self.cpu_pelt_sync(c);
+                self.cpus[c].pelt.sub(&t);
+            }
+            if let Some(c) = target {
+                self.cpu_pelt_sync(c);
+                if !self.procs[pid].pelt_started {
+                    t = crate::load::Pelt::new_task(&self.cpus[c].pelt, now);
+                    self.procs[pid].pelt_started = true;
+                }
+                self.cpus[c].pelt.add(&t);
+            }
+        } else if let Some(c) = target {
+            self.cpu_pelt_sync(c);
+        }
+        let p = &mut self.procs[pid];
+        p.pelt = t;
+        p.pelt_ind = (f64::from(u8::from(runnable)), f64::from(u8::from(running)));
+        p.pelt_cpu = target;
+    }
+
+    /// Brings `cpu`'s PELT sums up to now with the indicators they followed and records its
+    /// current ones (runnable tasks, one running).
+    fn cpu_pelt_sync(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        c.pelt = c.pelt.at(now, c.pelt_ind.0, c.pelt_ind.1);
+        c.pelt_ind = (
+            c.nr_running() as f64,
+            f64::from(u8::from(c.current.is_some())),
+        );
     }
 
     fn push(&mut self, t: u64, ev: Event) {
@@ -307,6 +366,7 @@ impl<'a> State<'a> {
         p.cpu = cpu;
         self.cpus[cpu].queue.push_back(pid);
         self.rq_changed(cpu);
+        self.pelt_update(pid);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
@@ -357,11 +417,12 @@ impl<'a> State<'a> {
             };
             self.first_touch(pid, node);
         }
+        self.procs[pid].state = PState::Running;
+        self.pelt_update(pid);
         let p = &mut self.procs[pid];
-        p.state = PState::Running;
         p.run_start_ns = now;
         if p.slice_left_ns == 0 {
-            p.slice_left_ns = self.config.timeslice_ns;
+            p.slice_left_ns = self.slice_ns;
         }
         let refill = std::mem::take(&mut p.refill_pending_ns);
         p.refill_ns += refill;
@@ -483,6 +544,7 @@ impl<'a> State<'a> {
             p.state = PState::Held;
             p.preempted = true;
             self.held.insert(pid);
+            self.pelt_update(pid);
         }
         for &(pid, to) in &attempt.places {
             if to >= self.cpus.len() || !self.held.remove(&pid) {
@@ -631,6 +693,10 @@ impl<'a> State<'a> {
                 blocked_since: 0,
                 work_done: 0.0,
                 run_start_ns: 0,
+                pelt: crate::load::Pelt::default(),
+                pelt_ind: (0.0, 0.0),
+                pelt_cpu: None,
+                pelt_started: false,
             })
             .collect();
         State {
@@ -662,6 +728,8 @@ impl<'a> State<'a> {
                 machine.cpus(),
             ),
             app_bins: vec![Vec::new(); workload.apps.len()],
+            slice_ns: config.timeslice_ns,
+            pelt: false,
         }
     }
 }
@@ -694,6 +762,13 @@ pub fn run(
 /// Runs the event loop from `s` until every process has completed.
 fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     let n = s.workload.processes.len();
+    if let Some(slice) = policy.timeslice_ns().filter(|&t| t > 0) {
+        s.slice_ns = slice;
+        for p in &mut s.procs {
+            p.slice_left_ns = p.slice_left_ns.min(slice);
+        }
+    }
+    s.pelt = policy.tracks_pelt();
     for cpu in 0..s.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
@@ -941,6 +1016,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.blocked_since = s.now;
             let tgid = s.workload.processes[pid].tgid as usize;
             s.groups[tgid].sync.wait(pid, point, count);
+            s.pelt_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
@@ -967,9 +1043,10 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             let t = s.now + (wait.round() as u64).max(1);
             s.push(t, Event::IoDone(pid));
         }
+        s.pelt_update(pid);
         after_stop(s, policy, cpu);
     } else if slice_left == 0 {
-        s.procs[pid].slice_left_ns = s.config.timeslice_ns;
+        s.procs[pid].slice_left_ns = s.slice_ns;
         if s.cpus[cpu].queue.is_empty() {
             s.schedule_milestone(cpu);
         } else {
@@ -1024,6 +1101,11 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
 }
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    // The tick's per-task work first (counted as "other" balancing work at level 0).
+    if let Some(attempt) = policy.tick(&s.view(), cpu) {
+        let received = s.apply(Some(cpu), 0, 3, attempt);
+        wake_receivers(s, policy, &received);
+    }
     let levels = s.domains.cpus[cpu].len();
     for level in 0..levels {
         let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::Periodic) else {

@@ -29,6 +29,13 @@ impl<'a> Scene<'a> {
         self
     }
 
+    /// Keeps PELT signals from here on (as a run does for a policy that asks for them):
+    /// processes put afterwards attach to their CPU as new tasks at the current instant.
+    pub fn with_pelt(&mut self) -> &mut Self {
+        self.0.pelt = true;
+        self
+    }
+
     /// Puts `pid` on `cpu` — running if the CPU runs nothing yet, else at the tail of its
     /// queue — as a process that first ran on `origin` (its pages on `origin`'s node) and last
     /// ran at `last_ran_ns`.
@@ -52,6 +59,7 @@ impl<'a> Scene<'a> {
             c.current = Some(pid);
             c.acct_ns = s.now;
             s.procs[pid].state = PState::Running;
+            s.pelt_update(pid);
         }
         self
     }

@@ -9,9 +9,11 @@
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
 //!          ── process_held(view, pid) ──────────────────────► Attempt    (after a None placement)
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
+//!          ── tick(view, cpu) at that timer, first ──────────► Attempt    (per-task tick work)
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
+//!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision, applies it, charges its cost (SPEC §4) and records it.
 //! ```
@@ -154,6 +156,20 @@ pub trait Policy: Send {
         None
     }
 
+    /// The slice a running process gets while others wait on its CPU (round robin, the front of
+    /// the queue next): the policy's queue discipline; `None` = the config's `timeslice_ns`
+    /// (2.6's 100 ms). Read once, when the run starts.
+    fn timeslice_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the engine keeps PELT signals per task and per CPU for this policy
+    /// ([`View::task_pelt`], [`View::cpu_pelt`]; crate::load::Pelt). Read once, when the run
+    /// starts; off, they cost nothing and read as zero.
+    fn tracks_pelt(&self) -> bool {
+        false
+    }
+
     /// Period of a machine-wide balancing callback (user-space balancers), if any.
     fn global_period_ns(&self) -> Option<u64> {
         None
@@ -162,6 +178,13 @@ pub trait Policy: Send {
     /// The machine-wide callback (its work is counted, not charged to a CPU: a user-space
     /// balancer runs beside the workload).
     fn global_balance(&mut self, _view: &View<'_>) -> Option<Attempt> {
+        None
+    }
+
+    /// The scheduler tick's per-task work on `cpu` (`sched_tick` → `task_tick_numa`), called at
+    /// each of the CPU's periodic events ([`Policy::next_periodic_ns`]) before its balancing:
+    /// a policy that wants every tick asks for its timer at every tick. None by default.
+    fn tick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
         None
     }
 

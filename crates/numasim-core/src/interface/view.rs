@@ -3,7 +3,7 @@
 use crate::config::EngineConfig;
 use crate::cpuset::CpuSet;
 use crate::domains::{Domains, Group};
-use crate::load::{GroupLoad, GroupLoads, NICE_0_LOAD};
+use crate::load::{GroupLoad, GroupLoads, PeltAvg, NICE_0_LOAD};
 use crate::machine::{CpuId, Machine};
 use crate::state::{CpuState, GroupState, PState, ProcState};
 use crate::workload::{Kind, Workload};
@@ -110,6 +110,25 @@ impl View<'_> {
                 let nr = cpu.nr_running();
                 (nr, load.cpu_load, load.settled(NICE_0_LOAD * nr as u64))
             })
+    }
+
+    /// `pid`'s PELT signals now (all zero unless the policy asked for them:
+    /// [`Policy::tracks_pelt`](super::Policy::tracks_pelt)).
+    pub fn task_pelt(&self, pid: Pid) -> PeltAvg {
+        let p = &self.procs[pid];
+        p.pelt.at(self.now, p.pelt_ind.0, p.pelt_ind.1).avg()
+    }
+
+    /// `cpu`'s PELT sums now: its `cfs_rq` signals, the sums of its attached tasks' (runnable
+    /// and running ones, and blocked ones that last ran there, decaying).
+    pub fn cpu_pelt(&self, cpu: CpuId) -> PeltAvg {
+        let c = &self.cpus[cpu];
+        c.pelt.at(self.now, c.pelt_ind.0, c.pelt_ind.1).avg()
+    }
+
+    /// The CPU whose PELT sums hold `pid`'s signals, if any.
+    pub fn pelt_cpu(&self, pid: Pid) -> Option<CpuId> {
+        self.procs[pid].pelt_cpu
     }
 
     /// A process.

@@ -5,10 +5,8 @@
 //! the registry: names, descriptions, references, option parsing and construction.
 
 pub mod capability_aware;
+pub mod linux;
 pub mod linux26;
-// Temporary: `policy/linux.rs` (the `linux` policy, another branch) will declare `mod numa;`.
-#[path = "linux/numa.rs"]
-pub mod linux_numa;
 pub mod memory_aware;
 pub mod origin_aware;
 pub mod space;
@@ -30,12 +28,21 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 18] = [
+pub const POLICIES: [PolicyInfo; 19] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
         reference: "Linux 2.6.18 kernel/sched.c (load_balance, find_busiest_group, move_tasks, ...)",
         default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "linux",
+        description: "Linux 6.x CFS/EEVDF load balancer: PELT, group classification, migration \
+                      types, imb_numa_nr, newly-idle cost gating, wake_affine and \
+                      select_idle_sibling; options slice-us, nr-migrate",
+        reference: "Linux 6.13 kernel/sched/fair.c (sched_balance_rq, calculate_imbalance, \
+                    detach_tasks, sched_balance_find_dst_group, select_idle_sibling, ...) and pelt.c",
+        default_domains: "linux",
     },
     PolicyInfo {
         name: "origin-aware",
@@ -168,6 +175,7 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
 /// A parsed policy setting, ready to build.
 enum Spec {
     Linux26,
+    Linux(linux::Options),
     ThreadAware,
     MemoryAware,
     OriginAware(origin_aware::Options),
@@ -198,6 +206,7 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
     };
     match name {
         "linux26" => no_options(name).map(|()| Spec::Linux26),
+        "linux" => linux::Options::parse(origin, &pairs).map(Spec::Linux),
         "thread-aware" => no_options(name).map(|()| Spec::ThreadAware),
         "memory-aware" => no_options(name).map(|()| Spec::MemoryAware),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
@@ -233,6 +242,7 @@ pub fn base_name(spec: &str) -> &str {
 pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, InputError> {
     Ok(match parse("--policy", spec)? {
         Spec::Linux26 => Box::new(linux26::Linux26::new(ctx)),
+        Spec::Linux(o) => Box::new(linux::Linux::new(ctx, o)),
         Spec::ThreadAware => Box::new(thread_aware::new(ctx)),
         Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),

@@ -1,0 +1,650 @@
+//! `linux`'s balancer (rules 1–6 of the module doc): group statistics and classification,
+//! `calculate_imbalance`, the source group and runqueue, `detach_tasks`, `sched_balance_rq`, the
+//! periodic and newly-idle passes.
+
+use super::SCHED_CAPACITY_SCALE;
+use super::{Linux, MIGRATION_COST_NS, NEWIDLE_COST_DECAY_PERIOD_NS, NUMA_IMBALANCE_MIN};
+use crate::domains::{sd, Level};
+use crate::interface::{Attempt, MigrationKind, Move, Pid, View};
+use crate::machine::CpuId;
+
+/// `enum group_type` (`fair.c`), in increasing order of pulling priority. The types this model
+/// never produces (no misfit, SMT or asymmetric packing, no affinity) are kept for the order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum GroupType {
+    #[default]
+    HasSpare,
+    FullyBusy,
+    MisfitTask,
+    SmtBalance,
+    AsymPacking,
+    Imbalanced,
+    Overloaded,
+}
+
+/// `enum migration_type`: what `calculate_imbalance`'s imbalance counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationType {
+    /// Load (PELT `load_avg`).
+    Load,
+    /// Utilisation (PELT `util_avg`).
+    Util,
+    /// Tasks.
+    Task,
+    /// A misfit task (asymmetric capacity; not produced here).
+    Misfit,
+}
+
+/// `enum cpu_idle_type`: why `sched_balance_rq` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleType {
+    /// Periodic, the CPU busy.
+    NotIdle,
+    /// Periodic, the CPU idle.
+    Idle,
+    /// The CPU is about to go idle.
+    NewlyIdle,
+}
+
+/// `struct sg_lb_stats`: one group's statistics (PELT values rounded to integers: the kernel's
+/// are integers; rounding rather than truncating keeps float noise from flipping a whole unit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SgStats {
+    /// `load × 1024 / capacity`, computed only where the kernel computes it.
+    pub avg_load: u64,
+    pub group_load: u64,
+    pub group_capacity: u64,
+    pub group_util: u64,
+    pub group_runnable: u64,
+    /// Tasks (every task is a CFS task here: `sum_h_nr_running` is the same).
+    pub sum_nr_running: u64,
+    pub idle_cpus: u64,
+    pub group_weight: u64,
+    pub group_type: GroupType,
+}
+
+/// `group_is_overloaded`: more tasks than CPUs and util or runnable beyond capacity by
+/// `imbalance_pct`.
+pub fn group_is_overloaded(imbalance_pct: u64, s: &SgStats) -> bool {
+    if s.sum_nr_running <= s.group_weight {
+        return false;
+    }
+    s.group_capacity * 100 < s.group_util * imbalance_pct
+        || s.group_capacity * imbalance_pct < s.group_runnable * 100
+}
+
+/// `group_has_capacity`: fewer tasks than CPUs, or runnable and util within capacity.
+pub fn group_has_capacity(imbalance_pct: u64, s: &SgStats) -> bool {
+    if s.sum_nr_running < s.group_weight {
+        return true;
+    }
+    if s.group_capacity * imbalance_pct < s.group_runnable * 100 {
+        return false;
+    }
+    s.group_capacity * 100 > s.group_util * imbalance_pct
+}
+
+/// `group_classify` for the types this model produces (no `sgc->imbalance` from affinity, no
+/// asymmetric packing, SMT or misfit): overloaded, fully busy or has spare.
+pub fn group_classify(imbalance_pct: u64, s: &SgStats) -> GroupType {
+    if group_is_overloaded(imbalance_pct, s) {
+        GroupType::Overloaded
+    } else if !group_has_capacity(imbalance_pct, s) {
+        GroupType::FullyBusy
+    } else {
+        GroupType::HasSpare
+    }
+}
+
+/// `adjust_numa_imbalance`: while the destination would run at most `imb_numa_nr` tasks, an
+/// imbalance of up to [`NUMA_IMBALANCE_MIN`] is allowed (becomes 0).
+pub fn adjust_numa_imbalance(imbalance: i64, dst_running: i64, imb_numa_nr: i64) -> i64 {
+    if dst_running > imb_numa_nr {
+        return imbalance;
+    }
+    if imbalance <= NUMA_IMBALANCE_MIN {
+        return 0;
+    }
+    imbalance
+}
+
+/// `sibling_imbalance`: the task difference that evens `nr_running` per core between the
+/// busiest and the local group (cores = CPUs: no SMT); 0 unless the puller is idle.
+pub fn sibling_imbalance(dst_idle: bool, busiest: &SgStats, local: &SgStats) -> i64 {
+    if !dst_idle || busiest.sum_nr_running == 0 {
+        return 0;
+    }
+    let (nb, nl) = (busiest.group_weight as i64, local.group_weight as i64);
+    let (rb, rl) = (busiest.sum_nr_running as i64, local.sum_nr_running as i64);
+    if nb == nl {
+        return (rb - rl).max(0);
+    }
+    let mut imbalance = (nl * rb - nb * rl).max(0);
+    imbalance = (2 * imbalance + nl + nb) / (nl + nb);
+    if imbalance <= 1 && rl == 0 && rb > 1 {
+        imbalance = 2;
+    }
+    imbalance
+}
+
+/// What `calculate_imbalance` needs of the domain and the puller.
+#[derive(Debug, Clone, Copy)]
+pub struct ImbalanceEnv {
+    pub idle: IdleType,
+    /// The level is inside one LLC (`SD_SHARE_LLC`).
+    pub llc: bool,
+    /// The level spans nodes (`SD_NUMA`).
+    pub numa: bool,
+    pub imb_numa_nr: i64,
+    /// `sds->prefer_sibling`.
+    pub prefer_sibling: bool,
+}
+
+/// `calculate_imbalance` (6.13) for a busiest group of type has_spare, fully busy or
+/// overloaded: the migration type and the amount. `total_load` and `total_capacity` are the
+/// domain's sums (`sds->total_*`). The local group's `avg_load` is computed here when the local
+/// group is not overloaded, as the kernel does.
+pub fn calculate_imbalance(
+    env: &ImbalanceEnv,
+    local: &mut SgStats,
+    busiest: &SgStats,
+    total_load: u64,
+    total_capacity: u64,
+) -> (MigrationType, i64) {
+    let idle = env.idle != IdleType::NotIdle;
+    if busiest.group_type == GroupType::Imbalanced {
+        return (MigrationType::Task, 1);
+    }
+    if local.group_type == GroupType::HasSpare {
+        if busiest.group_type > GroupType::FullyBusy && !env.llc {
+            // Fill the local group's spare capacity from an overloaded busiest one.
+            let imbalance = local.group_capacity.max(local.group_util) - local.group_util;
+            if idle && imbalance == 0 {
+                return (MigrationType::Task, 1);
+            }
+            return (MigrationType::Util, imbalance as i64);
+        }
+        let mut imbalance = if busiest.group_weight == 1 || env.prefer_sibling {
+            sibling_imbalance(idle, busiest, local)
+        } else {
+            (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
+        };
+        if env.numa {
+            imbalance =
+                adjust_numa_imbalance(imbalance, local.sum_nr_running as i64 + 1, env.imb_numa_nr);
+        }
+        return (MigrationType::Task, imbalance >> 1);
+    }
+    let sd_avg = total_load * SCHED_CAPACITY_SCALE / total_capacity.max(1);
+    if local.group_type < GroupType::Overloaded {
+        local.avg_load = local.group_load * SCHED_CAPACITY_SCALE / local.group_capacity.max(1);
+        if local.avg_load >= busiest.avg_load || local.avg_load >= sd_avg {
+            return (MigrationType::Load, 0);
+        }
+    }
+    // Both are (or will be) overloaded: bring both to the domain's average, no further.
+    let imbalance = (busiest.avg_load.saturating_sub(sd_avg) * busiest.group_capacity)
+        .min(sd_avg.saturating_sub(local.avg_load) * local.group_capacity)
+        / SCHED_CAPACITY_SCALE;
+    (MigrationType::Load, imbalance as i64)
+}
+
+/// `update_sd_pick_busiest` for the types produced here: whether `sg` replaces `busiest`.
+pub fn pick_busiest(busiest: Option<&SgStats>, sg: &SgStats) -> bool {
+    if sg.sum_nr_running == 0 {
+        return false;
+    }
+    // init_sd_lb_stats' busiest_stat (has_spare, idle_cpus = UINT_MAX) loses to any group.
+    let Some(b) = busiest else {
+        return true;
+    };
+    if sg.group_type != b.group_type {
+        return sg.group_type > b.group_type;
+    }
+    match sg.group_type {
+        GroupType::Overloaded => sg.avg_load > b.avg_load,
+        // Equal averages (0: avg_load is not computed for fully busy groups): the first stays.
+        GroupType::FullyBusy => sg.avg_load > b.avg_load,
+        GroupType::HasSpare => {
+            sg.idle_cpus < b.idle_cpus
+                || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running)
+        }
+        _ => false,
+    }
+}
+
+impl Linux {
+    /// `get_sd_balance_interval`, in ns.
+    pub(super) fn interval_ns(&self, cpu: CpuId, li: usize, level: &Level, busy: bool) -> u64 {
+        let mut ms = self.sd[cpu][li].balance_interval_ms;
+        if busy {
+            ms *= u64::from(level.params.busy_factor);
+        }
+        let mut jiffies = (ms * 1_000_000).div_ceil(self.tick_ns);
+        if busy {
+            jiffies = jiffies.saturating_sub(1);
+        }
+        (jiffies * self.tick_ns).clamp(self.tick_ns, self.max_interval_ns)
+    }
+
+    /// `update_newidle_cost`: a new maximum, or the decay once a second; whether it decayed.
+    pub(super) fn update_newidle_cost(
+        &mut self,
+        cpu: CpuId,
+        li: usize,
+        now: u64,
+        cost: u64,
+    ) -> bool {
+        let st = &mut self.sd[cpu][li];
+        if cost > st.max_newidle_lb_cost_ns {
+            st.max_newidle_lb_cost_ns = cost;
+            st.last_decay_max_lb_cost_ns = now;
+        } else if now > st.last_decay_max_lb_cost_ns + NEWIDLE_COST_DECAY_PERIOD_NS {
+            st.max_newidle_lb_cost_ns = st.max_newidle_lb_cost_ns * 253 / 256;
+            st.last_decay_max_lb_cost_ns = now;
+            return true;
+        }
+        false
+    }
+
+    /// What the engine will charge for `a` (SPEC §4): the measured cost of a newly-idle pass.
+    pub(super) fn cost_of(v: &View<'_>, a: &Attempt) -> u64 {
+        let c = v.config;
+        c.cost_per_rq_ns * u64::from(a.rqs_examined + a.locks)
+            + c.cost_per_task_ns * u64::from(a.tasks_examined)
+            + c.cost_per_evaluation_ns * u64::from(a.evaluations)
+            + c.cost_per_migration_ns * a.moves.len() as u64
+    }
+
+    /// `update_sg_lb_stats` for `group` (the balancing CPU's view of its CPUs).
+    pub(super) fn sg_stats(
+        v: &View<'_>,
+        span: &crate::cpuset::CpuSet,
+        imbalance_pct: u64,
+    ) -> SgStats {
+        let mut s = SgStats::default();
+        for c in span.iter() {
+            let pelt = v.cpu_pelt(c);
+            s.group_load += pelt.load_avg.round() as u64;
+            s.group_util += (pelt.util_avg.round() as u64).min(SCHED_CAPACITY_SCALE);
+            s.group_runnable += pelt.runnable_avg.round() as u64;
+            let nr = v.nr_running(c) as u64;
+            s.sum_nr_running += nr;
+            if nr == 0 {
+                s.idle_cpus += 1;
+            }
+            s.group_capacity += SCHED_CAPACITY_SCALE;
+            s.group_weight += 1;
+        }
+        s.group_type = group_classify(imbalance_pct, &s);
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `sched_balance_find_src_group`: the busiest group's index, the migration type and the
+    /// imbalance, or `None` when balanced. Adds the runqueues it read to `a`.
+    pub(super) fn find_src_group(
+        &self,
+        v: &View<'_>,
+        cpu: CpuId,
+        li: usize,
+        idle: IdleType,
+        a: &mut Attempt,
+    ) -> Option<(usize, MigrationType, i64)> {
+        let level = &v.domains.cpus[cpu][li];
+        let st = &self.sd[cpu][li];
+        let pct = u64::from(level.params.imbalance_pct);
+        let (mut local, mut busiest) = (SgStats::default(), None::<(usize, SgStats)>);
+        let (mut total_load, mut total_capacity) = (0, 0);
+        for (gi, g) in level.groups.iter().enumerate() {
+            let s = Self::sg_stats(v, &g.span, pct);
+            a.rqs_examined += g.weight as u32;
+            total_load += s.group_load;
+            total_capacity += s.group_capacity;
+            if g.local {
+                local = s;
+            } else if pick_busiest(busiest.as_ref().map(|b| &b.1), &s) {
+                busiest = Some((gi, s));
+            }
+        }
+        let (bi, b) = busiest?;
+        if local.group_type > b.group_type {
+            return None;
+        }
+        if local.group_type == GroupType::Overloaded {
+            let sd_avg = total_load * SCHED_CAPACITY_SCALE / total_capacity.max(1);
+            if local.avg_load >= b.avg_load
+                || local.avg_load >= sd_avg
+                || 100 * b.avg_load <= pct * local.avg_load
+            {
+                return None;
+            }
+        }
+        let is_idle = idle != IdleType::NotIdle;
+        let forced = st.prefer_sibling
+            && local.group_type == GroupType::HasSpare
+            && sibling_imbalance(is_idle, &b, &local) > 1;
+        if !forced && b.group_type != GroupType::Overloaded {
+            if !is_idle {
+                return None;
+            }
+            if b.group_weight > 1 && local.idle_cpus <= b.idle_cpus + 1 {
+                return None;
+            }
+            if b.sum_nr_running == 1 {
+                return None;
+            }
+        }
+        let env = ImbalanceEnv {
+            idle,
+            llc: st.llc,
+            numa: st.numa,
+            imb_numa_nr: st.imb_numa_nr,
+            prefer_sibling: st.prefer_sibling,
+        };
+        let (mt, imbalance) = calculate_imbalance(&env, &mut local, &b, total_load, total_capacity);
+        (imbalance > 0).then_some((bi, mt, imbalance))
+    }
+
+    /// `sched_balance_find_src_rq`.
+    pub(super) fn find_src_rq(
+        v: &View<'_>,
+        level: &Level,
+        group: usize,
+        mt: MigrationType,
+        imbalance: i64,
+    ) -> Option<CpuId> {
+        let mut busiest = None;
+        let (mut busiest_load, mut busiest_util, mut busiest_nr) = (0u64, 0u64, 0usize);
+        for c in level.groups[group].span.iter() {
+            let nr = v.nr_running(c);
+            if nr == 0 {
+                continue;
+            }
+            match mt {
+                MigrationType::Load => {
+                    let load = v.cpu_pelt(c).load_avg.round() as u64;
+                    // One task heavier than the imbalance stays (capacities are never reduced).
+                    if nr == 1 && load as i64 > imbalance {
+                        continue;
+                    }
+                    if load > busiest_load {
+                        busiest_load = load;
+                        busiest = Some(c);
+                    }
+                }
+                MigrationType::Util => {
+                    let util = v.cpu_pelt(c).util_avg.round() as u64;
+                    if nr > 1 && busiest_util < util {
+                        busiest_util = util;
+                        busiest = Some(c);
+                    }
+                }
+                MigrationType::Task | MigrationType::Misfit => {
+                    if busiest_nr < nr {
+                        busiest_nr = nr;
+                        busiest = Some(c);
+                    }
+                }
+            }
+        }
+        busiest
+    }
+
+    /// `task_hot`: stopped running less than the migration cost ago (never-run tasks are cold:
+    /// `exec_start` 0).
+    pub(super) fn task_hot(&self, v: &View<'_>, pid: Pid, cpu: CpuId, li: usize) -> bool {
+        let hot_ns = self.sd[cpu][li].cache_hot_ns;
+        v.proc(pid)
+            .last_ran_ns
+            .is_some_and(|t| v.now.saturating_sub(t) < hot_ns)
+    }
+
+    /// `can_migrate_task` for a queued (not running) task.
+    pub(super) fn can_migrate(
+        &self,
+        v: &View<'_>,
+        pid: Pid,
+        src: CpuId,
+        dst: CpuId,
+        li: usize,
+        idle: IdleType,
+    ) -> bool {
+        let degrades = self.migrate_degrades_locality(v, pid, src, dst, li, idle);
+        let hot = if degrades == -1 {
+            i32::from(self.task_hot(v, pid, dst, li))
+        } else {
+            degrades
+        };
+        let st = &self.sd[dst][li];
+        let p = &v.domains.cpus[dst][li].params;
+        hot <= 0 || st.nr_balance_failed > p.cache_nice_tries
+    }
+
+    /// `detach_tasks`: the moves of one pass from `src` to `dst`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn detach_tasks(
+        &self,
+        v: &View<'_>,
+        dst: CpuId,
+        src: CpuId,
+        li: usize,
+        idle: IdleType,
+        mt: MigrationType,
+        mut imbalance: i64,
+        a: &mut Attempt,
+    ) -> usize {
+        let failed = self.sd[dst][li].nr_balance_failed;
+        let loop_max = self.nr_migrate.min(v.nr_running(src));
+        let kind = if idle == IdleType::NotIdle {
+            MigrationKind::Pull
+        } else {
+            MigrationKind::Idle
+        };
+        let mut src_nr = v.nr_running(src);
+        let mut detached = 0;
+        // The tail of cfs_tasks is the least recently run: the front of the run queue, then
+        // the rest in order, the running task (the list's head) last.
+        let tasks = v
+            .queued(src)
+            .map(Some)
+            .chain([v.current(src).map(|_| None)].into_iter().flatten());
+        for (looked, task) in tasks.enumerate() {
+            if idle != IdleType::NotIdle && src_nr <= 1 {
+                break;
+            }
+            if looked + 1 > loop_max {
+                break;
+            }
+            a.tasks_examined += 1;
+            let Some(pid) = task else {
+                continue; // the running task never moves (task_on_cpu)
+            };
+            if !self.can_migrate(v, pid, src, dst, li, idle) {
+                continue;
+            }
+            let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
+            match mt {
+                MigrationType::Load => {
+                    let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
+                    if shr(load) as i64 > imbalance {
+                        continue;
+                    }
+                    imbalance -= load as i64;
+                }
+                MigrationType::Util => {
+                    let util = v.task_pelt(pid).util_avg.round() as u64;
+                    if shr(util) as i64 > imbalance {
+                        continue;
+                    }
+                    imbalance -= util as i64;
+                }
+                MigrationType::Task | MigrationType::Misfit => imbalance -= 1,
+            }
+            a.moves.push(Move {
+                pid,
+                from: src,
+                to: dst,
+                kind,
+            });
+            detached += 1;
+            src_nr -= 1;
+            // Preemptible kernels (CONFIG_PREEMPTION) stop newly-idle balancing at one task.
+            if idle == IdleType::NewlyIdle || imbalance <= 0 {
+                break;
+            }
+        }
+        detached
+    }
+
+    /// `should_we_balance` for a periodic pass: this CPU is the first idle CPU of the local
+    /// group's balance mask, or its first CPU when none is idle.
+    pub(super) fn should_we_balance(v: &View<'_>, cpu: CpuId, level: &Level) -> bool {
+        let mask = &level.groups[0].balance_mask;
+        match mask.iter().find(|&c| v.idle(c)) {
+            Some(c) => c == cpu,
+            None => mask.iter().next() == Some(cpu),
+        }
+    }
+
+    /// `sched_balance_rq`: one attempt of `cpu` at level `li`; whether it moved tasks.
+    pub(super) fn balance_rq(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        li: usize,
+        idle: IdleType,
+    ) -> Attempt {
+        let level = &v.domains.cpus[cpu][li];
+        let p = &level.params;
+        let mut a = Attempt::default();
+        let swb = if idle == IdleType::NewlyIdle {
+            v.idle(cpu)
+        } else {
+            Self::should_we_balance(v, cpu, level)
+        };
+        let found = if swb {
+            self.find_src_group(v, cpu, li, idle, &mut a)
+                .and_then(|(g, mt, imb)| {
+                    a.rqs_examined += level.groups[g].weight as u32;
+                    Self::find_src_rq(v, level, g, mt, imb).map(|b| (b, mt, imb))
+                })
+        } else {
+            // Another CPU of the local group balances for it: stop going up (periodic only;
+            // newly idle, the CPU has work again and the engine stops asking).
+            if idle != IdleType::NewlyIdle {
+                self.cpu[cpu].continue_balancing = false;
+            }
+            None
+        };
+        let Some((busiest, mt, imbalance)) = found else {
+            // out_balanced
+            let st = &mut self.sd[cpu][li];
+            st.nr_balance_failed = 0;
+            if idle != IdleType::NewlyIdle && st.balance_interval_ms < p.max_interval_ms {
+                st.balance_interval_ms *= 2;
+            }
+            return a;
+        };
+        let mut moved = 0;
+        if v.nr_running(busiest) > 1 {
+            a.locks = 1;
+            moved = self.detach_tasks(v, cpu, busiest, li, idle, mt, imbalance, &mut a);
+        }
+        let st = &mut self.sd[cpu][li];
+        if moved == 0 {
+            if idle != IdleType::NewlyIdle {
+                st.nr_balance_failed += 1;
+            }
+            // need_active_balance: only the migrate_task case arises (equal capacities).
+            if mt == MigrationType::Task && st.nr_balance_failed > p.cache_nice_tries + 2 {
+                a.active_from = Some(busiest);
+            }
+        } else {
+            st.nr_balance_failed = 0;
+        }
+        // Unbalanced: the interval back to its minimum (also when active balancing starts:
+        // need_active_balance still holds then).
+        st.balance_interval_ms = p.min_interval_ms.max(1);
+        a
+    }
+
+    /// Periodic balancing at one level (rule 1).
+    pub(super) fn periodic(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
+        let levels = v.domains.cpus[cpu].len();
+        if self.cpu[cpu].periodic_at != Some(v.now) {
+            let c = &mut self.cpu[cpu];
+            c.periodic_at = Some(v.now);
+            c.continue_balancing = true;
+            c.busy = !v.idle(cpu);
+            c.need_decay = false;
+            c.max_cost_ns = 0;
+        }
+        let decayed = self.update_newidle_cost(cpu, li, v.now, 0);
+        let max_cost = self.sd[cpu][li].max_newidle_lb_cost_ns;
+        let c = &mut self.cpu[cpu];
+        c.need_decay |= decayed;
+        c.max_cost_ns += max_cost;
+        if li + 1 == levels && c.need_decay {
+            c.max_idle_balance_cost_ns = MIGRATION_COST_NS.max(c.max_cost_ns);
+        }
+        let level = &v.domains.cpus[cpu][li];
+        if !self.cpu[cpu].continue_balancing || !v.domains.load_balances(level) {
+            return None;
+        }
+        let busy = self.cpu[cpu].busy;
+        let interval = self.interval_ns(cpu, li, level, busy);
+        if v.now < self.sd[cpu][li].last_balance_ns + interval {
+            return None;
+        }
+        let idle = if busy {
+            IdleType::NotIdle
+        } else {
+            IdleType::Idle
+        };
+        let a = self.balance_rq(v, cpu, li, idle);
+        if !a.moves.is_empty() {
+            self.cpu[cpu].busy = true;
+        }
+        self.sd[cpu][li].last_balance_ns = v.now;
+        Some(a)
+    }
+
+    /// Newly-idle balancing at one level (rule 6).
+    pub(super) fn newidle(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
+        if self.cpu[cpu].newidle_at != Some(v.now) {
+            let lowest_cost = self.sd[cpu].first().map_or(0, |s| s.max_newidle_lb_cost_ns);
+            let c = &mut self.cpu[cpu];
+            c.newidle_at = Some(v.now);
+            c.newidle_cost_ns = 0;
+            c.idle_stamp_ns = Some(v.now);
+            c.last_idle_stamp_ns = v.now;
+            c.newidle_stopped = v.overloaded().is_empty() || c.avg_idle_ns < lowest_cost;
+        }
+        if self.cpu[cpu].newidle_stopped {
+            return None;
+        }
+        let st = &self.sd[cpu][li];
+        if self.cpu[cpu].avg_idle_ns < self.cpu[cpu].newidle_cost_ns + st.max_newidle_lb_cost_ns {
+            self.cpu[cpu].newidle_stopped = true;
+            return None;
+        }
+        let level = &v.domains.cpus[cpu][li];
+        if level.params.flags & sd::BALANCE_NEWIDLE == 0 || !v.domains.load_balances(level) {
+            return None;
+        }
+        let a = self.balance_rq(v, cpu, li, IdleType::NewlyIdle);
+        let cost = Self::cost_of(v, &a);
+        self.update_newidle_cost(cpu, li, v.now, cost);
+        let c = &mut self.cpu[cpu];
+        c.newidle_cost_ns += cost;
+        c.max_idle_balance_cost_ns = c.max_idle_balance_cost_ns.max(c.newidle_cost_ns);
+        if !a.moves.is_empty() {
+            c.idle_stamp_ns = None;
+            c.newidle_stopped = true;
+        }
+        Some(a)
+    }
+}

@@ -1,0 +1,494 @@
+//! `linux`: the Linux 6.x CFS/EEVDF load balancer (`kernel/sched/fair.c`, 6.13), over any domain
+//! builder (made for `linux` domains), with PELT load tracking (`kernel/sched/pelt.c`).
+//!
+//! ```text
+//!   per task   PELT load/runnable/util (engine, crate::load::Pelt; read through the View)
+//!              recent_used_cpu (select_idle_sibling)
+//!   per CPU    PELT sums of its attached tasks (engine) │ avg_idle, idle_stamp,
+//!              max_idle_balance_cost, the current balancing pass (policy)
+//!   per CPU, per level (sched_domain)
+//!              last_balance, balance_interval (min..max), nr_balance_failed,
+//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr, prefer_sibling
+//!   capacity   1024 per CPU (SCHED_CAPACITY_SCALE); load weight 1024 per task (nice 0)
+//! ```
+//!
+//! Rules, each from the 6.13 function named (old names in brackets):
+//! 1. `sched_balance_domains` [`rebalance_domains`]: on each CPU's timer, every level whose
+//!    `get_sd_balance_interval` (balance_interval × busy_factor − 1 jiffy when busy, clamped to
+//!    `[1, max_load_balance_interval]`) has passed since `last_balance` is balanced; going up
+//!    stops when `should_we_balance` says another CPU of the local group balances for it.
+//!    Idle CPUs keep their own timer at the idle interval (the nohz proxy: what
+//!    `nohz_idle_balance` does for them, done by each one).
+//! 2. `sched_balance_rq` [`load_balance`]: `should_we_balance` (newly idle: the CPU is empty;
+//!    else the first idle CPU of the local group's balance mask, or its first CPU), then
+//!    `sched_balance_find_src_group` [`find_busiest_group`]: per group `update_sg_lb_stats`
+//!    (PELT load, util, runnable, nr_running, idle CPUs) and `group_classify` (has_spare <
+//!    fully_busy < … < overloaded), the busiest by `update_sd_pick_busiest`, the out-balanced
+//!    tests, then `calculate_imbalance` (migration type load, util or task, with
+//!    `sibling_imbalance` and `adjust_numa_imbalance` / `imb_numa_nr`).
+//! 3. `sched_balance_find_src_rq` [`find_busiest_queue`]: by the migration type, the CPU with
+//!    the most load (skipping one task heavier than the imbalance), util (two tasks or more) or
+//!    tasks.
+//! 4. `detach_tasks`: from the tail of `cfs_tasks` (least recently run first), at most
+//!    `loop_max = min(nr_migrate 32, nr_running)` looked at; `can_migrate_task` (never the
+//!    running task; `migrate_degrades_locality`, else `task_hot`: stopped running less than
+//!    `sysctl_sched_migration_cost` 0.5 ms ago; hot tasks move once `nr_balance_failed >
+//!    cache_nice_tries`); load and util checked with `shr_bound(x, nr_balance_failed) >
+//!    imbalance`; an idle puller never empties the source; newly idle stops after one task.
+//! 5. Failure, active balance, back-off (end of `sched_balance_rq`): nothing moved →
+//!    `nr_balance_failed++` (not newly idle); `need_active_balance` (migrate_task and more than
+//!    `cache_nice_tries + 2` failures) → `active_load_balance_cpu_stop` pushes one task, hot or
+//!    not (the running one when it is alone), and a success resets the failures; moved →
+//!    failures reset; unbalanced → interval back to min; balanced → interval doubles up to max
+//!    (not for newly idle).
+//! 6. `sched_balance_newidle` [`newidle_balance`]: skipped unless some CPU has two tasks
+//!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
+//!    `SD_BALANCE_NEWIDLE` lowest first while `avg_idle ≥ cost so far + the level's max cost`,
+//!    each cost measured (the engine's charge for the attempt, `update_newidle_cost`: a max
+//!    decaying ×253/256 per second), until one pulls. `avg_idle`: 1/8 EWMA of idle durations
+//!    (from `idle_stamp` at newly idle to the next wake-up there, `ttwu_do_activate`), capped at
+//!    2 × `max_idle_balance_cost`.
+//! 7. Fork placement, `select_task_rq_fair` → `sched_balance_find_dst_cpu` [`find_idlest_cpu`]:
+//!    from the highest contiguous level with `SD_BALANCE_FORK`, `sched_balance_find_dst_group`
+//!    (`update_sg_wakeup_stats`, `update_pick_idlest`; stay local when local is of a lower type;
+//!    same type: the load rule with 17 % (`imbalance_pct`) at NUMA levels for busy groups, and
+//!    for has_spare at NUMA levels the preferred node, then the `imb_numa_nr` allowance of
+//!    `adjust_numa_imbalance` on the idle-CPU difference, then most idle CPUs), then
+//!    `sched_balance_find_dst_group_cpu` (an idle CPU, the most recently idled; else the least
+//!    loaded), then down.
+//! 8. Wake-up, `select_task_rq_fair` fast path: the IO completes on the CPU that issued it, so
+//!    the waker is the previous CPU (`wake=previous`) and `wake_affine` keeps it; then
+//!    `select_idle_sibling`: the target if idle, else `recent_used_cpu` if idle and sharing the
+//!    LLC (node), else the first idle CPU of the LLC from target + 1, else the target. Under
+//!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
+//! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
+//!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`).
+//!
+//! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
+//! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
+//! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
+//! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
+//! in docs/policies/linux.md.
+
+mod balancer;
+pub mod numa;
+mod placement;
+
+pub use balancer::{
+    adjust_numa_imbalance, calculate_imbalance, group_classify, group_has_capacity,
+    group_is_overloaded, pick_busiest, sibling_imbalance, GroupType, IdleType, ImbalanceEnv,
+    MigrationType, SgStats,
+};
+
+use crate::assumptions::Wake;
+use crate::domains::{sd, Builder, Level};
+use crate::error::InputError;
+use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{PolicyContext, View};
+use crate::machine::CpuId;
+
+/// `SCHED_CAPACITY_SCALE`: a CPU's capacity (every CPU the same: no `SD_ASYM_CPUCAPACITY`).
+pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+/// `sysctl_sched_nr_migrate` (`SCHED_NR_MIGRATE_BREAK`, `kernel/sched/core.c`): tasks looked at
+/// per balancing pass.
+pub const NR_MIGRATE: usize = 32;
+/// `sysctl_sched_migration_cost` (`fair.c`): a task that ran this recently is cache-hot; also
+/// the floor of `max_idle_balance_cost` and half of `avg_idle`'s start value.
+pub const MIGRATION_COST_NS: u64 = 500_000;
+/// `NUMA_IMBALANCE_MIN` (`adjust_numa_imbalance`): an imbalance of this many tasks or fewer is
+/// allowed between nodes while the destination is lightly loaded.
+pub const NUMA_IMBALANCE_MIN: i64 = 2;
+/// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor.
+pub const BASE_SLICE_NS: u64 = 750_000;
+/// `update_newidle_cost`: `max_newidle_lb_cost` decays once per second (HZ jiffies) by 253/256.
+pub const NEWIDLE_COST_DECAY_PERIOD_NS: u64 = 1_000_000_000;
+
+/// Options of the `linux` policy (`linux:key=value,...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// EEVDF base slice before the CPU-count factor, µs (`sysctl_sched_base_slice`, 750).
+    pub base_slice_us: u64,
+    /// Tasks looked at per pass (`sysctl_sched_nr_migrate`, 32).
+    pub nr_migrate: usize,
+    /// Automatic NUMA balancing (`kernel.numa_balancing`); `None`: the kernel's default, on
+    /// when the machine has more than one node (`check_numabalancing_enable`, mm/mempolicy.c,
+    /// with `CONFIG_NUMA_BALANCING_DEFAULT_ENABLED`, as distribution kernels build it).
+    pub numa_balancing: Option<bool>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            base_slice_us: BASE_SLICE_NS / 1000,
+            nr_migrate: NR_MIGRATE,
+            numa_balancing: None,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1) and `numa_balancing=on|off` (the
+    /// sysctl's name).
+    pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
+        let mut o = Self::default();
+        for &(key, value) in pairs {
+            let positive = || {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&x| (1..=1_000_000).contains(&x))
+                    .ok_or_else(|| {
+                        InputError::new(
+                            origin,
+                            format!(
+                                "linux option '{key}' must be an integer from 1 to 1000000, not '{value}'"
+                            ),
+                        )
+                    })
+            };
+            match key {
+                "slice-us" => o.base_slice_us = positive()?,
+                "nr-migrate" => o.nr_migrate = positive()? as usize,
+                "numa_balancing" => {
+                    o.numa_balancing = Some(match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => {
+                            return Err(InputError::new(
+                                origin,
+                                format!(
+                                    "linux option 'numa_balancing' must be on or off, not '{value}'"
+                                ),
+                            ))
+                        }
+                    })
+                }
+                _ => {
+                    return Err(InputError::new(
+                        origin,
+                        format!(
+                            "unknown linux option '{key}'; choose slice-us, nr-migrate or \
+                             numa_balancing"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Per CPU, per level: the `sched_domain` fields the balancer changes, and what it derives from
+/// the domains once.
+#[derive(Debug, Clone)]
+pub(super) struct SdState {
+    last_balance_ns: u64,
+    balance_interval_ms: u64,
+    nr_balance_failed: u32,
+    max_newidle_lb_cost_ns: u64,
+    last_decay_max_lb_cost_ns: u64,
+    /// `SD_NUMA`: the level spans more than the CPU's node.
+    numa: bool,
+    /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
+    llc: bool,
+    imb_numa_nr: i64,
+    /// The child level prefers siblings (`SD_PREFER_SIBLING` of the groups' child domain).
+    prefer_sibling: bool,
+    cache_hot_ns: u64,
+}
+
+/// Per CPU.
+#[derive(Debug, Clone)]
+pub(super) struct CpuSt {
+    avg_idle_ns: u64,
+    idle_stamp_ns: Option<u64>,
+    /// The last `idle_stamp` set (what `sched_balance_find_dst_group_cpu` compares).
+    last_idle_stamp_ns: u64,
+    max_idle_balance_cost_ns: u64,
+    /// The periodic pass in progress: its instant, `continue_balancing`, whether busy, and
+    /// the sum of the levels' newidle costs seen (for the rq-wide decay).
+    periodic_at: Option<u64>,
+    continue_balancing: bool,
+    busy: bool,
+    need_decay: bool,
+    max_cost_ns: u64,
+    /// The newly-idle pass in progress: its instant, cost so far, and whether it stopped.
+    newidle_at: Option<u64>,
+    newidle_cost_ns: u64,
+    newidle_stopped: bool,
+    /// A timer event at which no level was due (a NUMA tick): its levels are skipped, and
+    /// the timer set after it keeps `next_balance_ns`.
+    skip_at: Option<u64>,
+    tick_only: std::cell::Cell<bool>,
+    /// `rq->next_balance` as last set (when the engine last asked for the timer).
+    next_balance_ns: std::cell::Cell<Option<u64>>,
+}
+
+/// The 6.x balancer.
+pub struct Linux {
+    sd: Vec<Vec<SdState>>,
+    cpu: Vec<CpuSt>,
+    /// `p->recent_used_cpu`, by pid (grown on demand).
+    recent_used_cpu: Vec<Option<CpuId>>,
+    tick_ns: u64,
+    /// `max_load_balance_interval` in ns (HZ × CPUs / 10 jiffies).
+    max_interval_ns: u64,
+    slice_ns: u64,
+    nr_migrate: usize,
+    wake: Wake,
+    /// Automatic NUMA balancing, when on (issue 17 §3, `numa.rs`).
+    numa: Option<numa::NumaBalancing>,
+}
+impl Linux {
+    /// Per-level state for every CPU of the context's domains.
+    pub fn new(ctx: &PolicyContext<'_>, o: Options) -> Self {
+        let m = ctx.machine;
+        let modern = ctx.domains.builder == Builder::Linux;
+        let sd = ctx
+            .domains
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(cpu, levels)| {
+                let node = m.cpu_node(cpu);
+                let node_cpus = m.node_cpus(node);
+                let in_node = |l: &Level| l.span.iter().all(|c| m.cpu_node(c) == node);
+                // build_sched_domains: imb = max(1, node span >> 3) for one LLC per node; the
+                // NUMA levels scale it by their span over the first NUMA level's.
+                let imb = ((node_cpus.len() >> 3) as i64).max(1);
+                let imb_span = levels
+                    .iter()
+                    .find(|l| !in_node(l))
+                    .map_or(1, |l| l.weight as i64);
+                levels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let numa = !in_node(l);
+                        SdState {
+                            last_balance_ns: 0,
+                            balance_interval_ms: l.params.min_interval_ms.max(1),
+                            nr_balance_failed: 0,
+                            max_newidle_lb_cost_ns: 0,
+                            last_decay_max_lb_cost_ns: 0,
+                            numa,
+                            llc: !numa,
+                            imb_numa_nr: if numa {
+                                imb * (l.weight as i64 / imb_span).max(1)
+                            } else {
+                                imb
+                            },
+                            prefer_sibling: i > 0
+                                && levels[i - 1].params.flags & sd::PREFER_SIBLING != 0,
+                            cache_hot_ns: if modern {
+                                l.params.cache_hot_ns
+                            } else {
+                                MIGRATION_COST_NS
+                            },
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let cpus = m.cpus();
+        let cpu = vec![
+            CpuSt {
+                avg_idle_ns: 2 * MIGRATION_COST_NS,
+                idle_stamp_ns: None,
+                last_idle_stamp_ns: 0,
+                max_idle_balance_cost_ns: MIGRATION_COST_NS,
+                periodic_at: None,
+                continue_balancing: true,
+                busy: false,
+                need_decay: false,
+                max_cost_ns: 0,
+                newidle_at: None,
+                newidle_cost_ns: 0,
+                newidle_stopped: false,
+                skip_at: None,
+                tick_only: std::cell::Cell::new(false),
+                next_balance_ns: std::cell::Cell::new(None),
+            };
+            cpus
+        ];
+        let tick_ns = ctx.config.tick_ns;
+        let hz = (1_000_000_000 / tick_ns).max(1);
+        let factor = 1 + u64::from((cpus.clamp(1, 8) as u32).ilog2());
+        Self {
+            sd,
+            cpu,
+            recent_used_cpu: Vec::new(),
+            tick_ns,
+            max_interval_ns: (hz * cpus as u64 / 10).max(1) * tick_ns,
+            slice_ns: o.base_slice_us * 1000 * factor,
+            nr_migrate: o.nr_migrate,
+            wake: ctx.config.assumptions.wake,
+            numa: o
+                .numa_balancing
+                .unwrap_or(m.nodes() > 1)
+                .then(|| numa::NumaBalancing::new(ctx, numa::NumaConfig::default())),
+        }
+    }
+}
+
+impl Linux {
+    /// `rq->avg_idle` of `cpu`, ns (what gates its newly-idle balancing; for tests and traces).
+    pub fn avg_idle_ns(&self, cpu: CpuId) -> u64 {
+        self.cpu[cpu].avg_idle_ns
+    }
+
+    /// `rq->next_balance`: when the first level of `cpu` is due, at its current busy state.
+    fn next_balance_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
+        let busy = !view.idle(cpu);
+        view.domains.cpus[cpu]
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| view.domains.load_balances(l))
+            .map(|(li, l)| self.sd[cpu][li].last_balance_ns + self.interval_ns(cpu, li, l, busy))
+            .min()
+    }
+
+    /// Whether automatic NUMA balancing is on.
+    pub fn numa_balancing(&self) -> bool {
+        self.numa.is_some()
+    }
+
+    /// NUMA balancing's verdict on moving `pid` from `src` to `dst` at level `li`
+    /// (`migrate_degrades_locality`): 1 degrades, 0 improves, −1 no opinion (then `task_hot`
+    /// decides). −1 without NUMA balancing, below NUMA levels (`SD_NUMA`) and for a task
+    /// without faults, as in the kernel.
+    pub(super) fn migrate_degrades_locality(
+        &self,
+        v: &View<'_>,
+        pid: Pid,
+        src: CpuId,
+        dst: CpuId,
+        li: usize,
+        idle: IdleType,
+    ) -> i32 {
+        match &self.numa {
+            Some(numa) if self.sd[dst][li].numa => {
+                numa.degrades_locality(v, pid, src, dst, idle == IdleType::Idle)
+            }
+            _ => -1,
+        }
+    }
+
+    /// `p->numa_preferred_nid`: none without NUMA balancing or before the task's faults
+    /// name one.
+    pub(super) fn preferred_node(&self, _v: &View<'_>, pid: Pid) -> Option<usize> {
+        self.numa.as_ref().and_then(|n| n.preferred_node(pid))
+    }
+}
+
+impl Policy for Linux {
+    fn name(&self) -> &'static str {
+        "linux"
+    }
+
+    fn timeslice_ns(&self) -> Option<u64> {
+        Some(self.slice_ns)
+    }
+
+    fn tracks_pelt(&self) -> bool {
+        true
+    }
+
+    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
+        Some(self.find_dst_cpu(view, spawn_cpu, pid, sd::BALANCE_FORK))
+    }
+
+    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
+        let cpu = match self.wake {
+            // The waker is the CPU the IO was issued from: wake_affine keeps prev_cpu.
+            Wake::Previous => self.select_idle_sibling(view, pid, prev_cpu, prev_cpu),
+            Wake::Idlest => self.find_dst_cpu(view, prev_cpu, pid, sd::BALANCE_FORK),
+        };
+        self.woke_on(view.now, cpu);
+        Some(cpu)
+    }
+
+    fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
+        // `rq->next_balance` is set by balancing and idling, not by a tick that found nothing
+        // due: after such a tick the timer keeps it.
+        let c = &self.cpu[cpu];
+        let balance = if c.tick_only.replace(false) {
+            c.next_balance_ns.get()
+        } else {
+            let t = self.next_balance_ns(view, cpu);
+            c.next_balance_ns.set(t);
+            t
+        };
+        // With NUMA balancing a CPU running a task ticks (`task_tick_numa` in `sched_tick`).
+        let tick = (self.numa.is_some() && view.current(cpu).is_some())
+            .then(|| (view.now / self.tick_ns + 1) * self.tick_ns);
+        balance.into_iter().chain(tick).min()
+    }
+
+    fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
+        self.numa.as_mut()?.task_tick(view, cpu)
+    }
+
+    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+        self.numa
+            .as_ref()
+            .map_or_else(Vec::new, |n| n.stats().metrics())
+    }
+
+    fn balance(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        match kind {
+            // With NUMA balancing the timer also fires at ticks: a pass runs only when due
+            // (`sched_balance_trigger`: `jiffies >= rq->next_balance`), as the kernel's tick
+            // raises the balancing softirq only then.
+            BalanceKind::Periodic
+                if self.numa.is_some()
+                    && level == 0
+                    && self.cpu[cpu]
+                        .next_balance_ns
+                        .get()
+                        .is_none_or(|t| view.now < t) =>
+            {
+                self.cpu[cpu].skip_at = Some(view.now);
+                self.cpu[cpu].tick_only.set(true);
+                None
+            }
+            BalanceKind::Periodic if self.cpu[cpu].skip_at == Some(view.now) => None,
+            BalanceKind::Periodic => self.periodic(view, cpu, level),
+            BalanceKind::NewIdle => self.newidle(view, cpu, level),
+        }
+    }
+
+    fn active_balance(
+        &mut self,
+        view: &View<'_>,
+        busiest: CpuId,
+        target: CpuId,
+    ) -> Option<Attempt> {
+        // active_load_balance_cpu_stop: the stopper runs on the busiest CPU, so its CFS tasks
+        // all count (`nr_running` includes the stopper) and none is on the CPU any more;
+        // detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail of
+        // cfs_tasks — the least recently run queued task, or the one that was running.
+        let pid = view.queued(busiest).next().or(view.current(busiest))?;
+        let li = view.domains.cpus[target]
+            .iter()
+            .position(|l| l.span.contains(busiest))?;
+        self.sd[target][li].nr_balance_failed = 0;
+        Some(Attempt {
+            locks: 1,
+            tasks_examined: 1,
+            moves: vec![Move {
+                pid,
+                from: busiest,
+                to: target,
+                kind: MigrationKind::Active,
+            }],
+            ..Attempt::default()
+        })
+    }
+}

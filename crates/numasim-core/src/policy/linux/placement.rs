@@ -1,0 +1,245 @@
+//! `linux`'s placement (rules 7–8 of the module doc): fork/exec placement by
+//! `sched_balance_find_dst_cpu` with `sched_balance_find_dst_group`'s NUMA imbalance rule, and
+//! wake-up by `select_idle_sibling`.
+
+use super::balancer::{adjust_numa_imbalance, group_classify, GroupType, SgStats};
+use super::{Linux, SCHED_CAPACITY_SCALE};
+use crate::interface::{Pid, View};
+use crate::machine::CpuId;
+
+impl Linux {
+    /// `sched_balance_find_dst_group`: the idlest group of `level` for `pid`, or `None` to
+    /// stay local.
+    pub(super) fn find_dst_group(
+        &self,
+        v: &View<'_>,
+        cpu: CpuId,
+        li: usize,
+        pid: Pid,
+    ) -> Option<usize> {
+        let level = &v.domains.cpus[cpu][li];
+        let st = &self.sd[cpu][li];
+        let pct = u64::from(level.params.imbalance_pct);
+        let mut local = None;
+        let mut idlest: Option<(usize, SgStats)> = None;
+        for (gi, g) in level.groups.iter().enumerate() {
+            let s = Self::wakeup_stats(v, &g.span, pct, pid);
+            if g.local {
+                local = Some(s);
+            } else if idlest.as_ref().is_none_or(|(_, i)| pick_idlest(i, &s)) {
+                idlest = Some((gi, s));
+            }
+        }
+        let (ii, idl) = idlest?;
+        let Some(loc) = local else {
+            return Some(ii);
+        };
+        if loc.group_type != idl.group_type {
+            return (loc.group_type > idl.group_type).then_some(ii);
+        }
+        match loc.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imb = SCHED_CAPACITY_SCALE * (pct - 100) / 100;
+                if st.numa && idl.avg_load + imb >= loc.avg_load {
+                    return None;
+                }
+                if idl.avg_load >= loc.avg_load + imb || 100 * loc.avg_load <= pct * idl.avg_load {
+                    return None;
+                }
+            }
+            GroupType::HasSpare => {
+                if st.numa {
+                    let preferred = self.preferred_node(v, pid);
+                    if preferred == Some(v.machine.cpu_node(cpu)) {
+                        return None;
+                    }
+                    let first = level.groups[ii]
+                        .span
+                        .iter()
+                        .next()
+                        .expect("non-empty group");
+                    if preferred.is_some() && preferred == Some(v.machine.cpu_node(first)) {
+                        return Some(ii);
+                    }
+                    let imb = (loc.idle_cpus as i64 - idl.idle_cpus as i64).abs();
+                    if adjust_numa_imbalance(imb, loc.sum_nr_running as i64 + 1, st.imb_numa_nr)
+                        == 0
+                    {
+                        return None;
+                    }
+                }
+                if loc.idle_cpus >= idl.idle_cpus {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        Some(ii)
+    }
+
+    /// `update_sg_wakeup_stats`: a group's statistics without `pid`'s own contribution.
+    pub(super) fn wakeup_stats(
+        v: &View<'_>,
+        span: &crate::cpuset::CpuSet,
+        pct: u64,
+        pid: Pid,
+    ) -> SgStats {
+        let mut s = SgStats::default();
+        let own = v.pelt_cpu(pid);
+        let tp = v.task_pelt(pid);
+        for c in span.iter() {
+            let mut pelt = v.cpu_pelt(c);
+            if own == Some(c) {
+                pelt.load_avg = (pelt.load_avg - tp.load_avg).max(0.0);
+                pelt.util_avg = (pelt.util_avg - tp.util_avg).max(0.0);
+                pelt.runnable_avg = (pelt.runnable_avg - tp.runnable_avg).max(0.0);
+            }
+            s.group_load += pelt.load_avg.round() as u64;
+            s.group_util += (pelt.util_avg.round() as u64).min(SCHED_CAPACITY_SCALE);
+            s.group_runnable += pelt.runnable_avg.round() as u64;
+            let nr = v.nr_running(c) as u64;
+            s.sum_nr_running += nr;
+            if nr == 0 {
+                s.idle_cpus += 1;
+            }
+            s.group_capacity += SCHED_CAPACITY_SCALE;
+            s.group_weight += 1;
+        }
+        s.group_type = group_classify(pct, &s);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `sched_balance_find_dst_group_cpu`: an idle CPU (the most recently idled, the first on
+    /// ties), else the least loaded (this CPU unless another is lighter).
+    pub(super) fn find_dst_group_cpu(
+        &self,
+        v: &View<'_>,
+        span: &crate::cpuset::CpuSet,
+        this: CpuId,
+    ) -> CpuId {
+        if span.len() == 1 {
+            return span.iter().next().expect("one CPU");
+        }
+        let mut shallowest: Option<(CpuId, u64)> = None;
+        let (mut least, mut min_load) = (this, u64::MAX);
+        for c in span.iter() {
+            if v.idle(c) {
+                let stamp = self.cpu[c].last_idle_stamp_ns;
+                if shallowest.is_none_or(|(_, s)| stamp > s) {
+                    shallowest = Some((c, stamp));
+                }
+            } else if shallowest.is_none() {
+                let load = v.cpu_pelt(c).load_avg.round() as u64;
+                if load < min_load {
+                    min_load = load;
+                    least = c;
+                }
+            }
+        }
+        shallowest.map_or(least, |(c, _)| c)
+    }
+
+    /// `sched_balance_find_dst_cpu` from the highest contiguous level of `cpu` with `flag`.
+    pub(super) fn find_dst_cpu(&self, v: &View<'_>, mut cpu: CpuId, pid: Pid, flag: u32) -> CpuId {
+        let levels = |c: CpuId| &v.domains.cpus[c];
+        let top = levels(cpu)
+            .iter()
+            .take_while(|l| l.params.flags & flag != 0)
+            .count();
+        let mut sd = top.checked_sub(1);
+        let mut new_cpu = cpu;
+        while let Some(li) = sd {
+            let level = &levels(cpu)[li];
+            let child = li.checked_sub(1);
+            if level.params.flags & flag == 0 {
+                sd = child;
+                continue;
+            }
+            let Some(g) = self.find_dst_group(v, cpu, li, pid) else {
+                sd = child;
+                continue;
+            };
+            new_cpu = self.find_dst_group_cpu(v, &level.groups[g].span, cpu);
+            if new_cpu == cpu {
+                sd = child;
+                continue;
+            }
+            cpu = new_cpu;
+            let weight = level.weight;
+            sd = None;
+            for (l2, tmp) in levels(cpu).iter().enumerate() {
+                if weight <= tmp.weight {
+                    break;
+                }
+                if tmp.params.flags & flag != 0 {
+                    sd = Some(l2);
+                }
+            }
+        }
+        new_cpu
+    }
+
+    /// `select_idle_sibling(p, prev, target)` with LLC = the target's node.
+    pub(super) fn select_idle_sibling(
+        &mut self,
+        v: &View<'_>,
+        pid: Pid,
+        prev: CpuId,
+        target: CpuId,
+    ) -> CpuId {
+        if self.recent_used_cpu.len() <= pid {
+            self.recent_used_cpu.resize(pid + 1, None);
+        }
+        if v.idle(target) {
+            self.recent_used_cpu[pid] = Some(prev);
+            return target;
+        }
+        let node = v.machine.cpu_node(target);
+        if prev != target && v.machine.cpu_node(prev) == node && v.idle(prev) {
+            self.recent_used_cpu[pid] = Some(prev);
+            return prev;
+        }
+        let recent = self.recent_used_cpu[pid].replace(prev);
+        if let Some(r) = recent {
+            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) {
+                return r;
+            }
+        }
+        // select_idle_cpu: the LLC from target + 1, wrapping.
+        let cpus = v.machine.node_cpus(node);
+        let at = cpus.iter().position(|&c| c == target).unwrap_or(0);
+        (1..cpus.len())
+            .map(|k| cpus[(at + k) % cpus.len()])
+            .find(|&c| v.idle(c))
+            .unwrap_or(target)
+    }
+
+    /// `ttwu_do_activate`'s `avg_idle` update on the CPU a task wakes on.
+    pub(super) fn woke_on(&mut self, now: u64, cpu: CpuId) {
+        let c = &mut self.cpu[cpu];
+        if let Some(stamp) = c.idle_stamp_ns.take() {
+            let delta = now.saturating_sub(stamp) as i64;
+            let avg = c.avg_idle_ns as i64;
+            let max = 2 * c.max_idle_balance_cost_ns;
+            c.avg_idle_ns = ((avg + (delta - avg) / 8).max(0) as u64).min(max);
+        }
+    }
+}
+
+/// `update_pick_idlest`: whether `sg` is idler than the current idlest `idlest`.
+fn pick_idlest(idlest: &SgStats, sg: &SgStats) -> bool {
+    if sg.group_type != idlest.group_type {
+        return sg.group_type < idlest.group_type;
+    }
+    match sg.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => idlest.avg_load > sg.avg_load,
+        GroupType::HasSpare => {
+            idlest.idle_cpus < sg.idle_cpus
+                || (idlest.idle_cpus == sg.idle_cpus && idlest.group_util > sg.group_util)
+        }
+        _ => false,
+    }
+}

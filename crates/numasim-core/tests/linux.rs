@@ -1,0 +1,657 @@
+//! The `linux` policy (issue 17 §2): hand-computed group classification, the imbalance of each
+//! migration type, the NUMA allowance at fork (`imb_numa_nr`), detach_tasks' limits, the PELT
+//! signals the engine keeps for it, its options, and whole runs (its PELT sums checked at every
+//! decision).
+
+use numasim_core::config::EngineConfig;
+use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, View};
+use numasim_core::load::{PELT_HALF_LIFE_PERIODS, PELT_PERIOD_NS};
+use numasim_core::machine::CpuId;
+use numasim_core::policy::linux::{
+    adjust_numa_imbalance, calculate_imbalance, group_classify, sibling_imbalance, GroupType,
+    IdleType, ImbalanceEnv, Linux, MigrationType, Options, SgStats,
+};
+use numasim_core::testutils::{self, Setup};
+use numasim_core::workload::{Kind, Workload, WorkloadSpec};
+use proptest::prelude::*;
+
+const MS: u64 = 1_000_000;
+const HALF_LIFE_NS: u64 = PELT_PERIOD_NS * PELT_HALF_LIFE_PERIODS;
+
+/// A group of `weight` CPUs (capacity 1024 each) with these sums.
+fn group(weight: u64, nr: u64, util: u64, runnable: u64) -> SgStats {
+    SgStats {
+        group_capacity: 1024 * weight,
+        group_weight: weight,
+        sum_nr_running: nr,
+        group_util: util,
+        group_runnable: runnable,
+        ..SgStats::default()
+    }
+}
+
+#[test]
+fn group_classification_of_constructed_groups() {
+    // Two CPUs (capacity 2048), imbalance_pct 117: 2048·100 = 204 800, 2048·117 = 239 616.
+    let cases = [
+        // 3 tasks, util 2048: 204 800 < 2048·117 = 239 616 → overloaded.
+        (group(2, 3, 2048, 2048), GroupType::Overloaded),
+        // 3 tasks, util 1000, runnable 2500: 239 616 < 250 000 → overloaded by runnable.
+        (group(2, 3, 1000, 2500), GroupType::Overloaded),
+        // 3 tasks but util 1500 (175 500 < 204 800) and runnable 2000 (200 000 < 239 616):
+        // not overloaded, and it has capacity (204 800 > 175 500) → has spare.
+        (group(2, 3, 1500, 2000), GroupType::HasSpare),
+        // 2 tasks on 2 CPUs, util 1900: 204 800 > 222 300 fails → no capacity → fully busy.
+        (group(2, 2, 1900, 2000), GroupType::FullyBusy),
+        // 2 tasks, util 1700 (198 900 < 204 800): capacity left → has spare.
+        (group(2, 2, 1700, 1800), GroupType::HasSpare),
+        // Fewer tasks than CPUs: has spare whatever the util.
+        (group(2, 1, 2048, 4000), GroupType::HasSpare),
+        // 2 tasks, runnable 2400: 239 616 < 240 000 → no capacity → fully busy.
+        (group(2, 2, 100, 2400), GroupType::FullyBusy),
+    ];
+    for (i, (s, want)) in cases.iter().enumerate() {
+        assert_eq!(group_classify(117, s), *want, "case {i}: {s:?}");
+    }
+}
+
+fn env(idle: IdleType, llc: bool, numa: bool, imb_numa_nr: i64, prefer: bool) -> ImbalanceEnv {
+    ImbalanceEnv {
+        idle,
+        llc,
+        numa,
+        imb_numa_nr,
+        prefer_sibling: prefer,
+    }
+}
+
+fn classified(mut s: SgStats) -> SgStats {
+    s.group_type = group_classify(117, &s);
+    if s.group_type == GroupType::Overloaded {
+        s.avg_load = s.group_load * 1024 / s.group_capacity;
+    }
+    s
+}
+
+#[test]
+fn calculate_imbalance_migrate_util_fills_the_local_spare_capacity() {
+    // Local: 2 CPUs, 1 task, util 500 (has spare); busiest overloaded; a NUMA level (not LLC).
+    let mut local = classified(group(2, 1, 500, 500));
+    let busiest = classified(group(2, 4, 2048, 4096));
+    assert_eq!(busiest.group_type, GroupType::Overloaded);
+    let e = env(IdleType::NotIdle, false, true, 1, false);
+    let got = calculate_imbalance(&e, &mut local, &busiest, 4096, 4096);
+    assert_eq!(got, (MigrationType::Util, 2048 - 500));
+    // Util at or above capacity on an idle puller: one task instead.
+    let mut full = classified(group(2, 1, 2100, 2100));
+    let e = env(IdleType::Idle, false, true, 1, false);
+    let got = calculate_imbalance(&e, &mut full, &busiest, 4096, 4096);
+    assert_eq!(got, (MigrationType::Task, 1));
+}
+
+#[test]
+fn calculate_imbalance_migrate_task_evens_tasks_or_idle_cpus() {
+    let busiest = classified(group(2, 4, 800, 900)); // 4 tasks, low util: has spare
+    assert_eq!(busiest.group_type, GroupType::HasSpare);
+    // prefer_sibling, same sizes, idle puller: sibling_imbalance = 4 − 0 = 4, halved → 2.
+    let mut local = classified(group(2, 0, 0, 0));
+    local.idle_cpus = 2;
+    let e = env(IdleType::Idle, true, false, 1, true);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 1024, 4096),
+        (MigrationType::Task, 2)
+    );
+    // No prefer_sibling: the idle-CPU difference, 2 − 0, halved → 1.
+    let mut b = busiest;
+    b.idle_cpus = 0;
+    let e = env(IdleType::Idle, true, false, 1, false);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &b, 1024, 4096),
+        (MigrationType::Task, 1)
+    );
+    // A busy puller gets no sibling imbalance.
+    let e = env(IdleType::NotIdle, true, false, 1, true);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 1024, 4096),
+        (MigrationType::Task, 0)
+    );
+}
+
+#[test]
+fn calculate_imbalance_at_numa_levels_allows_two_tasks_while_the_destination_is_light() {
+    let busiest = classified(group(2, 2, 600, 600));
+    let mut local = classified(group(2, 0, 0, 0));
+    local.idle_cpus = 2;
+    // sibling_imbalance 2 → adjust_numa_imbalance(2, 0 + 1, imb_numa_nr 1): 1 ≤ 1 and 2 ≤ 2
+    // → 0.
+    let e = env(IdleType::Idle, false, true, 1, true);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 1200, 4096),
+        (MigrationType::Task, 0)
+    );
+    // One task already on the destination: 2 > 1, the imbalance stays 2, halved → 1 (busiest
+    // 3 tasks so that sibling_imbalance = 3 − 1 = 2).
+    let busiest = classified(group(2, 3, 600, 600));
+    let mut local = classified(group(2, 1, 100, 100));
+    local.idle_cpus = 1;
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 1200, 4096),
+        (MigrationType::Task, 1)
+    );
+    assert_eq!(
+        adjust_numa_imbalance(3, 1, 4),
+        3,
+        "more than NUMA_IMBALANCE_MIN"
+    );
+    assert_eq!(
+        adjust_numa_imbalance(2, 5, 4),
+        2,
+        "destination above imb_numa_nr"
+    );
+    assert_eq!(adjust_numa_imbalance(2, 4, 4), 0);
+}
+
+#[test]
+fn calculate_imbalance_migrate_load_brings_both_groups_to_the_domain_average() {
+    // Both overloaded: local load 3072 on 2048 (avg 1536), busiest 6144 on 2048 (avg 3072);
+    // domain 9216 on 4096 → sd_avg 2304. min((3072 − 2304)·2048, (2304 − 1536)·2048) / 1024
+    // = 1536.
+    let mut local = group(2, 3, 2048, 3072);
+    local.group_load = 3072;
+    let mut local = classified(local);
+    let mut busiest = group(2, 6, 2048, 6144);
+    busiest.group_load = 6144;
+    let busiest = classified(busiest);
+    assert_eq!((local.avg_load, busiest.avg_load), (1536, 3072));
+    let e = env(IdleType::NotIdle, false, true, 1, false);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 9216, 4096),
+        (MigrationType::Load, 1536)
+    );
+    // Local fully busy (2 tasks, util 2048, load 2048 → avg computed: 1024); domain 8192 on
+    // 4096 → sd_avg 2048: min((3072 − 2048)·2048, (2048 − 1024)·2048) / 1024 = 2048.
+    let mut fb = group(2, 2, 2048, 2048);
+    fb.group_load = 2048;
+    let mut fb = classified(fb);
+    assert_eq!(fb.group_type, GroupType::FullyBusy);
+    assert_eq!(
+        calculate_imbalance(&e, &mut fb, &busiest, 8192, 4096),
+        (MigrationType::Load, 2048)
+    );
+    assert_eq!(fb.avg_load, 1024);
+    // A fully busy local group above the domain average pulls nothing.
+    let mut heavy = group(2, 2, 2048, 2048);
+    heavy.group_load = 2900;
+    let mut heavy = classified(heavy);
+    assert_eq!(
+        calculate_imbalance(&e, &mut heavy, &busiest, 5000, 4096).1,
+        0,
+        "1450 ≥ sd_avg 1250"
+    );
+}
+
+#[test]
+fn sibling_imbalance_between_groups_of_different_sizes() {
+    // Local 2 CPUs empty, busiest 4 CPUs with 5 tasks: 2·5 − 4·0 = 10 → (2·10 + 2 + 4) / 6 = 4.
+    let (l, b) = (group(2, 0, 0, 0), group(4, 5, 0, 0));
+    assert_eq!(sibling_imbalance(true, &b, &l), 4);
+    // Local 2 empty, busiest 8 CPUs with 2 tasks: 2·2 = 4 → (8 + 10) / 10 = 1 → forced to 2.
+    assert_eq!(sibling_imbalance(true, &group(8, 2, 0, 0), &l), 2);
+    assert_eq!(sibling_imbalance(false, &b, &l), 0, "busy puller");
+}
+
+/// Two nodes of 16 CPUs at distance 20 (fork balancing kept: 20 ≤ RECLAIM_DISTANCE 30), `linux`
+/// domains: imb_numa_nr = max(1, 16 >> 3) = 2 at the NUMA level.
+fn two_nodes_16(n: usize) -> Setup {
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 16);
+    let w = Workload {
+        processes: (0..n as u32)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    Setup::new(m, Builder::Linux, w)
+}
+
+#[test]
+fn fork_placement_keeps_a_small_imbalance_on_the_parent_node() {
+    // One task runs on node 0 (CPU 0): at the NUMA level local has 15 idle CPUs, node 1 16;
+    // |15 − 16| = 1 and the destination would run 1 + 1 = 2 ≤ imb_numa_nr 2 → allowed: stay on
+    // node 0; at the MC level an idle CPU (CPU 1) beats CPU 0's group.
+    let s = two_nodes_16(4);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_new(&sc.view(), 3, 0), Some(1));
+    // Two tasks on node 0 (CPUs 0, 1): 2 + 1 = 3 > 2 → the imbalance (2) stands, node 1 has
+    // more idle CPUs → the first idle CPU of node 1.
+    sc.put(1, 1, 1, 0);
+    assert_eq!(p.place_new(&sc.view(), 3, 0), Some(16));
+}
+
+#[test]
+fn fork_placement_with_imb_numa_nr_one_spreads_at_the_second_task() {
+    // Nodes of 4 CPUs: imb_numa_nr = max(1, 4 >> 3) = 1. One task on node 0: the destination
+    // would run 2 > 1 → the idle-CPU difference |3 − 4| = 1 is not forgiven → node 1 (CPU 4).
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
+    let w = Workload {
+        processes: (0..3)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    // Nothing running: local 4 idle, node 1 4 idle, 0 + 1 ≤ 1 → stay; CPU 0 itself is idle.
+    assert_eq!(p.place_new(&sc.view(), 2, 0), Some(0));
+    sc.put(0, 0, 0, 0);
+    assert_eq!(p.place_new(&sc.view(), 2, 0), Some(4));
+}
+
+/// One node of 2 CPUs (`linux` domains: one MC level, groups {0}, {1}), `n` processes.
+fn one_node_2(n: usize) -> Setup {
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        processes: (0..n as u32)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    Setup::new(m, Builder::Linux, w)
+}
+
+fn pulled(a: &Attempt) -> Vec<Pid> {
+    a.moves.iter().map(|m| m.pid).collect()
+}
+
+#[test]
+fn detach_tasks_looks_at_nr_migrate_tasks_and_moves_the_task_imbalance() {
+    // 100 cold tasks on CPU 0, CPU 1 idle, no PELT history (util 0: CPU 0 has spare):
+    // sibling_imbalance 100 → 50 tasks, but loop_max = min(32, 100): 32 tasks move, the
+    // least recently run first (the queue's front: pids 1, 2, ...; 0 runs).
+    let s = one_node_2(100);
+    let mut sc = s.scene();
+    for pid in 0..100 {
+        sc.put(pid, 0, 0, 0);
+    }
+    sc.at(10 * MS);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let a = p
+        .balance(&sc.view(), 1, 0, BalanceKind::Periodic)
+        .expect("due");
+    assert_eq!(pulled(&a), (1..=32).collect::<Vec<_>>());
+    assert_eq!(a.tasks_examined, 32);
+    // With nr-migrate=8: 8 looked at, 8 moved.
+    let mut p = Linux::new(
+        &s.ctx(),
+        Options {
+            nr_migrate: 8,
+            ..Options::default()
+        },
+    );
+    let a = p.balance(&sc.view(), 1, 0, BalanceKind::Periodic).unwrap();
+    assert_eq!(pulled(&a), (1..=8).collect::<Vec<_>>());
+}
+
+#[test]
+fn detach_tasks_stops_at_the_imbalance_skips_hot_tasks_and_newly_idle_takes_one() {
+    // 6 tasks on CPU 0 (pid 0 runs): sibling_imbalance 6 → 3 tasks. Pids 1 and 2 stopped
+    // running 0.1 ms ago (hot: < 0.5 ms), so the first three cold ones move: 3, 4, 5.
+    let s = one_node_2(6);
+    let mut sc = s.scene();
+    let now = 50 * MS;
+    for pid in 0..6 {
+        let last = if pid == 1 || pid == 2 {
+            now - MS / 10
+        } else {
+            0
+        };
+        sc.put(pid, 0, 0, last);
+    }
+    sc.at(now);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let a = p.balance(&sc.view(), 1, 0, BalanceKind::Periodic).unwrap();
+    assert_eq!(pulled(&a), vec![3, 4, 5]);
+    // Newly idle: one task, the first cold one.
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let mut sc2 = s.scene();
+    for pid in 0..6 {
+        let last = if pid == 1 || pid == 2 {
+            now - MS / 10
+        } else {
+            0
+        };
+        sc2.put(pid, 0, 0, last);
+    }
+    sc2.at(now);
+    let a = p.balance(&sc2.view(), 1, 0, BalanceKind::NewIdle).unwrap();
+    assert_eq!(pulled(&a), vec![3]);
+}
+
+#[test]
+fn detach_tasks_load_type_relaxes_shr_bound_after_a_failure() {
+    // PELT on: CPU 0 runs pid 0 with 1, 2 queued; CPU 1 runs 3 with 4 queued; every task new at
+    // 0, runnable since: load_avg 1024 each (a new task starts at its full weight). At 100 ms
+    // both CPUs are overloaded (util near 1024 > 1024/1.17): CPU 1 (busy, its group's only CPU)
+    // balances: avg loads 2048 (local) and 3072, sd_avg 5120·1024/2048 = 2560 →
+    // migrate_load, imbalance min(512·1024, 512·1024)/1024 = 512. A task's load 1024 >> 0 =
+    // 1024 > 512: nothing moves, nr_balance_failed = 1; next pass 1024 >> 1 = 512 ≤ 512: pid 1
+    // (the least recently run) moves.
+    let s = one_node_2(5);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    for (pid, cpu) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1)] {
+        sc.put(pid, cpu, cpu, 0);
+    }
+    sc.at(100 * MS);
+    let v = sc.view();
+    assert_eq!(v.task_pelt(1).load_avg.round(), 1024.0);
+    assert_eq!(v.cpu_pelt(0).load_avg.round(), 3072.0);
+    assert!(v.cpu_pelt(1).util_avg > 1024.0 * 100.0 / 117.0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let a = p.balance(&v, 1, 0, BalanceKind::Periodic).unwrap();
+    assert!(a.moves.is_empty(), "{a:?}");
+    assert_eq!(a.active_from, None, "no active balance for migrate_load");
+    // Busy interval: 2 ms × 16 − 1 jiffy = 31 ms later.
+    sc.at(131 * MS);
+    assert!(p.balance(&sc.view(), 1, 0, BalanceKind::Periodic).is_some());
+    let mut p2 = Linux::new(&s.ctx(), Options::default());
+    let _ = p2.balance(&sc.view(), 1, 0, BalanceKind::Periodic);
+    sc.at(162 * MS);
+    let a = p2.balance(&sc.view(), 1, 0, BalanceKind::Periodic).unwrap();
+    assert_eq!(pulled(&a), vec![1]);
+}
+
+#[test]
+fn pelt_in_a_scene_a_new_task_running_one_half_life() {
+    // A new task on an idle CPU starts at util 512 (half the spare capacity) and load 1024;
+    // after one half-life of running: util 512/2 + 1024/2 = 768, load stays 1024.
+    let s = one_node_2(2);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 0, 0, 0);
+    sc.at(HALF_LIFE_NS);
+    let t = sc.view().task_pelt(0);
+    assert!((t.util_avg - 768.0).abs() < 1e-6, "{t:?}");
+    assert!((t.load_avg - 1024.0).abs() < 1e-6);
+    let c = sc.view().cpu_pelt(0);
+    assert!(
+        (c.util_avg - 768.0).abs() < 1e-6,
+        "the CPU sums its one task: {c:?}"
+    );
+    assert_eq!(sc.view().cpu_pelt(1).util_avg, 0.0);
+}
+
+#[test]
+fn bad_options_are_refused_with_one_line() {
+    for (spec, want) in [
+        (
+            "linux:slice-us=0",
+            "linux option 'slice-us' must be an integer from 1 to 1000000, not '0'",
+        ),
+        (
+            "linux:nr-migrate=x",
+            "linux option 'nr-migrate' must be an integer from 1 to 1000000, not 'x'",
+        ),
+        (
+            "linux:colour=red",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate or numa_balancing",
+        ),
+        (
+            "linux:numa_balancing=yes",
+            "linux option 'numa_balancing' must be on or off, not 'yes'",
+        ),
+    ] {
+        let e = numasim_core::policy::validate("--policy", spec).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(want), "{spec}: {text}");
+        assert!(!text.contains('\n'));
+    }
+    numasim_core::policy::validate("--policy", "linux:slice-us=3000,nr-migrate=8").unwrap();
+    numasim_core::policy::validate("--policy", "linux:numa_balancing=off").unwrap();
+}
+
+#[test]
+fn the_slice_is_eevdfs_base_slice_scaled_by_the_cpu_count() {
+    // 0.75 ms × (1 + ilog2(min(CPUs, 8))): 2 CPUs → 1.5 ms; 32 CPUs → 3 ms.
+    let s = one_node_2(1);
+    assert_eq!(
+        Linux::new(&s.ctx(), Options::default()).timeslice_ns(),
+        Some(1_500_000)
+    );
+    let m1 = testutils::preset("mehta-m1");
+    let d = Builder::Linux.build(&m1, &BuildOptions::default());
+    let config = EngineConfig::default();
+    let ctx = numasim_core::interface::PolicyContext {
+        machine: &m1,
+        domains: &d,
+        config: &config,
+    };
+    assert_eq!(
+        Linux::new(&ctx, Options::default()).timeslice_ns(),
+        Some(3_000_000)
+    );
+}
+
+/// `linux`, checking at every call that each CPU's PELT sums are the sums of its attached
+/// tasks' signals, and that no task is attached anywhere but where the View says.
+struct Checked {
+    inner: Linux,
+    /// Processes in the workload.
+    n: usize,
+    checks: usize,
+}
+
+impl Checked {
+    fn check(&mut self, v: &View<'_>) {
+        let n = v.machine.cpus();
+        let mut sums = vec![(0.0f64, 0.0f64, 0.0f64); n];
+        for pid in 0..self.n {
+            let info = v.proc(pid);
+            if let Some(c) = v.pelt_cpu(pid) {
+                assert_eq!(c, info.cpu, "pid {pid} attached to its CPU");
+                let t = v.task_pelt(pid);
+                sums[c].0 += t.load_avg;
+                sums[c].1 += t.runnable_avg;
+                sums[c].2 += t.util_avg;
+            }
+        }
+        for (c, s) in sums.iter().enumerate() {
+            let p = v.cpu_pelt(c);
+            for (got, want) in [(p.load_avg, s.0), (p.runnable_avg, s.1), (p.util_avg, s.2)] {
+                assert!(
+                    (got - want).abs() < 1e-6 * (1.0 + want),
+                    "cpu {c} at {}: {got} vs {want}",
+                    v.now
+                );
+            }
+        }
+        self.checks += 1;
+    }
+}
+
+impl Policy for Checked {
+    fn name(&self) -> &'static str {
+        "checked-linux"
+    }
+    fn timeslice_ns(&self) -> Option<u64> {
+        self.inner.timeslice_ns()
+    }
+    fn tracks_pelt(&self) -> bool {
+        true
+    }
+    fn place_new(&mut self, v: &View<'_>, pid: Pid, spawn: CpuId) -> Option<CpuId> {
+        self.check(v);
+        self.inner.place_new(v, pid, spawn)
+    }
+    fn place_wakeup(&mut self, v: &View<'_>, pid: Pid, prev: CpuId) -> Option<CpuId> {
+        self.check(v);
+        self.inner.place_wakeup(v, pid, prev)
+    }
+    fn next_periodic_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
+        self.inner.next_periodic_ns(v, cpu)
+    }
+    fn balance(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        self.check(v);
+        self.inner.balance(v, cpu, level, kind)
+    }
+    fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.inner.active_balance(v, busiest, target)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn pelt_sums_are_the_sums_of_attached_tasks(seed in 0u64..1000, n in 5usize..30, nodes in 1usize..4) {
+        let m = testutils::machine(&testutils::two_level_table(nodes, 20), 2);
+        let d = Builder::Linux.build(&m, &BuildOptions::default());
+        let w = WorkloadSpec::parse("w", &format!("n={n},kind=mixed,exec=20-80,arrival=random"))
+            .unwrap()
+            .generate("w", seed, m.node_cpu_lists())
+            .unwrap();
+        let config = EngineConfig::default();
+        let ctx = numasim_core::interface::PolicyContext { machine: &m, domains: &d, config: &config };
+        let mut p = Checked { inner: Linux::new(&ctx, Options::default()), n, checks: 0 };
+        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
+        prop_assert_eq!(r.processes.len(), n);
+        prop_assert!(p.checks > 0);
+    }
+}
+
+#[test]
+fn a_run_on_mehta_m1_completes_and_balances() {
+    let m = testutils::preset("mehta-m1");
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = WorkloadSpec::parse("w", "n=300,kind=mixed,exec=50-400,arrival=random")
+        .unwrap()
+        .generate("w", 1, m.node_cpu_lists())
+        .unwrap();
+    let r = numasim_core::run_policy(&m, &d, &w, "linux", &EngineConfig::default()).unwrap();
+    assert_eq!(r.processes.len(), 300);
+    let kinds: std::collections::BTreeMap<_, _> =
+        r.summary.migrations_by_kind.iter().cloned().collect();
+    assert!(
+        kinds["pull"] > 0 && kinds["idle"] > 0 && kinds["placement"] > 0,
+        "{kinds:?}"
+    );
+    assert!(r.summary.balance.newidle.iter().sum::<u64>() > 0);
+}
+
+#[test]
+fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_failures() {
+    // Two nodes of 4 CPUs at distance 20; node 0 runs four tasks, one per CPU; node 1 is idle.
+    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms): both groups have spare
+    // (no PELT history), prefer_sibling (the MC level below has SD_PREFER_SIBLING) and
+    // sibling_imbalance 4 − 0 = 4 > 1 force it; adjust_numa_imbalance(4, 0 + 1, 1) keeps 4
+    // (> NUMA_IMBALANCE_MIN), halved: migrate_task 2. The busiest CPU (CPU 0, most tasks, the
+    // first of equals) has one task: nothing to detach, nr_balance_failed++. After more than
+    // cache_nice_tries (2, NUMA) + 2 = 4 failures, the fifth pass asks for active balancing,
+    // which pushes CPU 0's running task to CPU 4 and resets the failures.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
+    let w = Workload {
+        processes: (0..4)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    for pid in 0..4 {
+        sc.put(pid, pid, pid, 0);
+    }
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    for pass in 1..=5u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        let want = (pass == 5).then_some(0);
+        assert_eq!(a.active_from, want, "pass {pass}");
+    }
+    let a = p.active_balance(&sc.view(), 0, 4).expect("a task to push");
+    assert_eq!(pulled(&a), vec![0]);
+    let (got, rejected) = sc.apply(4, 1, a);
+    assert_eq!((got, rejected), (vec![4], 0));
+    assert_eq!(sc.runqueue(4), vec![0]);
+    // CPU 4 is busy now: its interval is 8 ms × busy_factor 16 − 1 jiffy = 127 ms; then a busy
+    // puller finds no overloaded group: balanced, nothing moves, no active balance.
+    sc.at(48 * MS);
+    assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
+    sc.at(166 * MS);
+    assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
+    sc.at(167 * MS);
+    let a = p
+        .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+        .expect("due");
+    assert!(a.moves.is_empty() && a.active_from.is_none());
+}
+
+#[test]
+fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
+    // Two nodes of 2 CPUs. The waker is the previous CPU (wake=previous): select_idle_sibling
+    // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with
+    // node 1 idle (wake-ups do not cross the LLC; periodic balancing will).
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = Workload {
+        processes: (0..4)
+            .map(|p| testutils::process(p, Kind::Io, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(0));
+    sc.put(1, 0, 0, 0);
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(1));
+    sc.put(2, 1, 1, 0);
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 0), Some(0));
+}
+
+#[test]
+fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
+    // CPU 1 goes newly idle at 10 ms with nothing to pull (no CPU has two tasks): idle_stamp
+    // 10 ms. A task wakes there 0.1 ms later: avg_idle = 1 ms + (0.1 ms − 1 ms) / 8 = 887.5 µs.
+    let s = one_node_2(4);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.at(10 * MS);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.avg_idle_ns(1), 1_000_000, "start: 2 × migration cost");
+    assert!(p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_none());
+    sc.at(10 * MS + 100_000);
+    assert_eq!(p.place_wakeup(&sc.view(), 3, 1), Some(1));
+    assert_eq!(p.avg_idle_ns(1), 887_500);
+
+    // With a runqueue costing 1 ms to examine, one newly-idle pass costs 4 runqueues (two groups,
+    // the busiest group again, one lock) = 4 ms + 1 task × 0.2 µs + 5 µs per migration: more
+    // than avg_idle (1 ms), so the next newly-idle pass is skipped; at the default costs it runs.
+    let mut costly = one_node_2(4);
+    costly.config.cost_per_rq_ns = 1_000_000;
+    for (setup, runs_again) in [(&costly, false), (&s, true)] {
+        let mut sc = setup.scene();
+        for pid in 0..3 {
+            sc.put(pid, 0, 0, 0);
+        }
+        sc.at(10 * MS);
+        let mut p = Linux::new(&setup.ctx(), Options::default());
+        let a = p
+            .balance(&sc.view(), 1, 0, BalanceKind::NewIdle)
+            .expect("runs");
+        assert_eq!(pulled(&a), vec![1]);
+        sc.at(20 * MS);
+        let again = p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle);
+        assert_eq!(again.is_some(), runs_again);
+    }
+}
