@@ -32,6 +32,34 @@ fn group(weight: u64, nr: u64, util: u64, runnable: u64) -> SgStats {
 }
 
 #[test]
+fn the_busiest_of_tied_fully_busy_groups_is_the_last_one_seen() {
+    // update_sd_pick_busiest (6.5+): fully busy groups carry no avg_load (0), so they tie, and a
+    // tie returns true unless the busiest so far is SMT: the later group replaces it. A higher
+    // type still wins over order, and among has-spare groups fewer idle CPUs wins.
+    use numasim_core::policy::linux::pick_busiest;
+    let fully_busy = |nr| SgStats {
+        group_type: GroupType::FullyBusy,
+        ..group(2, nr, 2048, 2048)
+    };
+    let (first, second) = (fully_busy(2), fully_busy(2));
+    assert!(pick_busiest(None, &first));
+    assert!(pick_busiest(Some(&first), &second));
+    let overloaded = SgStats {
+        group_type: GroupType::Overloaded,
+        avg_load: 100,
+        ..group(2, 3, 2048, 3072)
+    };
+    assert!(!pick_busiest(Some(&overloaded), &second));
+    let spare = |idle| SgStats {
+        group_type: GroupType::HasSpare,
+        idle_cpus: idle,
+        ..group(4, 1, 1024, 1024)
+    };
+    assert!(pick_busiest(Some(&spare(3)), &spare(2)));
+    assert!(!pick_busiest(Some(&spare(2)), &spare(2)));
+}
+
+#[test]
 fn group_classification_of_constructed_groups() {
     // Two CPUs (capacity 2048), imbalance_pct 117: 2048·100 = 204 800, 2048·117 = 239 616.
     let cases = [

@@ -203,8 +203,12 @@ pub fn pick_busiest(busiest: Option<&SgStats>, sg: &SgStats) -> bool {
     }
     match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
-        // Equal averages (0: avg_load is not computed for fully busy groups): the first stays.
-        GroupType::FullyBusy => sg.avg_load > b.avg_load,
+        // avg_load is not computed for fully busy groups (0), so they tie: since v6.5 ("sched/
+        // fair: Keep a fully_busy SMT sched group as busiest") a tie returns false only when
+        // the busiest so far is an SMT group (`SD_SHARE_CPUCAPACITY`, never here), and the
+        // switch's `break` reaches `return true`: the later group wins. (The code's comment,
+        // "we select the 1st one", predates that change.)
+        GroupType::FullyBusy => sg.avg_load >= b.avg_load,
         GroupType::HasSpare => {
             sg.idle_cpus < b.idle_cpus
                 || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running)
