@@ -65,6 +65,15 @@
 //!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
 //! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
 //!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`).
+//! 10. Capacity (docs/policies/linux.md, "CPU capacity"): `capacity_of` from the speeds,
+//!     `SD_ASYM_CPUCAPACITY` levels (`asym_cpu_capacity_classify`, clearing the child's
+//!     `SD_PREFER_SIBLING` in `sd_init`), `update_misfit_status` (`fits_capacity`), group
+//!     capacity sums and `group_misfit_task` (`update_sg_lb_stats`, `group_classify`), the
+//!     asymmetric clauses of `update_sd_pick_busiest`, `force_balance` and `migrate_misfit`
+//!     in `sched_balance_find_src_group`/`calculate_imbalance`, the capacity rules of
+//!     `sched_balance_find_src_rq`, `detach_tasks`' misfit case, `need_active_balance`'s
+//!     misfit clause, and misfit groups in fork placement (`update_sg_wakeup_stats`). On a
+//!     machine of one speed all of it is inert.
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
 //! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
