@@ -929,3 +929,31 @@ fn a_run_on_amc1_completes_and_moves_misfits_to_fast_cpus() {
         r.summary.migrations_by_kind.iter().cloned().collect();
     assert!(kinds.get("active").copied().unwrap_or(0) > 0, "{kinds:?}");
 }
+
+#[test]
+fn wake_up_on_an_asymmetric_node_looks_for_a_cpu_the_task_fits() {
+    // One node: CPUs 0, 1 fast (1024), 2, 3 slow (512); sd_asym_cpucapacity = the node. Task 0
+    // runs on CPU 3 with util 512 (a new task): it does not fit 512 (512 × 1280 ≥ 512 × 1024).
+    // Waking with prev = target = CPU 2 (idle): asym_fits_cpu fails, no recent CPU, so
+    // select_idle_capacity from CPU 2 wrapping: 2 idle but too small (best so far), 3 busy,
+    // 0 idle and fits → CPU 0.
+    let s = one_node_speeds(vec![2.0, 2.0, 1.0, 1.0], 3);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 3, 3, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(0));
+    // Both fast CPUs busy: no idle CPU fits; the idle CPU of the highest capacity, the first
+    // on ties from the target: CPU 2.
+    sc.put(1, 0, 0, 0);
+    sc.put(2, 1, 1, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(2));
+    // One speed: the idle previous CPU, as before.
+    let s = one_node_speeds(vec![1.0; 4], 1);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 3, 3, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(2));
+}

@@ -72,8 +72,9 @@
 //!     asymmetric clauses of `update_sd_pick_busiest`, `force_balance` and `migrate_misfit`
 //!     in `sched_balance_find_src_group`/`calculate_imbalance`, the capacity rules of
 //!     `sched_balance_find_src_rq`, `detach_tasks`' misfit case, `need_active_balance`'s
-//!     misfit clause, and misfit groups in fork placement (`update_sg_wakeup_stats`). On a
-//!     machine of one speed all of it is inert.
+//!     misfit clause, misfit groups in fork placement (`update_sg_wakeup_stats`), and
+//!     wake-ups by `asym_fits_cpu` and `select_idle_capacity`. On a machine of one speed all
+//!     of it is inert.
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
 //! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
@@ -284,6 +285,9 @@ pub struct Linux {
     cap: Vec<u64>,
     /// `sched_asym_cpucap_active`: CPUs of more than one capacity.
     asym: bool,
+    /// `sd_asym_cpucapacity` per CPU: the span of its lowest level that sees every capacity of
+    /// the machine (`SD_ASYM_CPUCAPACITY_FULL`), on an asymmetric machine.
+    sd_asym_cpucapacity: Vec<Option<std::sync::Arc<crate::cpuset::CpuSet>>>,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -385,6 +389,27 @@ impl Linux {
                 .unwrap_or(m.nodes() > 1)
                 .then(|| numa::NumaBalancing::new(ctx, numa::NumaConfig::default())),
             asym: cap.iter().any(|&c| c != SCHED_CAPACITY_SCALE),
+            sd_asym_cpucapacity: {
+                let all: std::collections::BTreeSet<u64> = cap.iter().copied().collect();
+                ctx.domains
+                    .cpus
+                    .iter()
+                    .map(|levels| {
+                        (all.len() > 1)
+                            .then(|| {
+                                levels.iter().find(|l| {
+                                    l.span
+                                        .iter()
+                                        .map(|c| cap[c])
+                                        .collect::<std::collections::BTreeSet<_>>()
+                                        == all
+                                })
+                            })
+                            .flatten()
+                            .map(|l| l.span.clone())
+                    })
+                    .collect()
+            },
             cap,
         }
     }

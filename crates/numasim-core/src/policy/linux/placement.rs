@@ -212,20 +212,46 @@ impl Linux {
         if self.recent_used_cpu.len() <= pid {
             self.recent_used_cpu.resize(pid + 1, None);
         }
-        if v.idle(target) {
+        // asym_fits_cpu: on an asymmetric machine the CPU must fit the task's util
+        // (task_util_est, synced to now); always true otherwise.
+        let util = v.task_pelt(pid).util_avg.round() as u64;
+        let fits = |c: CpuId| !self.asym || fits_capacity(util, self.cap[c]);
+        if v.idle(target) && fits(target) {
             self.recent_used_cpu[pid] = Some(prev);
             return target;
         }
         let node = v.machine.cpu_node(target);
-        if prev != target && v.machine.cpu_node(prev) == node && v.idle(prev) {
+        if prev != target && v.machine.cpu_node(prev) == node && v.idle(prev) && fits(prev) {
             self.recent_used_cpu[pid] = Some(prev);
             return prev;
         }
         let recent = self.recent_used_cpu[pid].replace(prev);
         if let Some(r) = recent {
-            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) {
+            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) && fits(r) {
                 return r;
             }
+        }
+        // "For asymmetric CPU capacity systems, our domain of interest is sd_asym_cpucapacity
+        // rather than sd_llc": select_idle_capacity, from target wrapping, the first idle CPU
+        // the task fits, else the idle CPU of the highest capacity (the first on ties), else
+        // the target.
+        if let Some(span) = &self.sd_asym_cpucapacity[target] {
+            let cpus: Vec<CpuId> = span.iter().collect();
+            let at = cpus.iter().position(|&c| c == target).unwrap_or(0);
+            let mut best: Option<(CpuId, u64)> = None;
+            for k in 0..cpus.len() {
+                let c = cpus[(at + k) % cpus.len()];
+                if !v.idle(c) {
+                    continue;
+                }
+                if fits_capacity(util, self.cap[c]) {
+                    return c;
+                }
+                if best.is_none_or(|(_, cap)| self.cap[c] > cap) {
+                    best = Some((c, self.cap[c]));
+                }
+            }
+            return best.map_or(target, |(c, _)| c);
         }
         // select_idle_cpu: the LLC from target + 1, wrapping.
         let cpus = v.machine.node_cpus(node);
