@@ -683,3 +683,277 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
         assert_eq!(again.is_some(), runs_again);
     }
 }
+
+// ---- Capacity (asymmetric machines: speed cores) ----
+
+/// One node of `speeds.len()` CPUs with these speeds (`linux` domains: one MC level, groups of
+/// one CPU), `n` processes.
+fn one_node_speeds(speeds: Vec<f64>, n: usize) -> Setup {
+    let cpus = speeds.len();
+    let m = testutils::machine_with_speeds(&testutils::two_level_table(1, 20), cpus, speeds);
+    let w = Workload {
+        processes: (0..n as u32)
+            .map(|p| testutils::process(p, Kind::Cpu, 100))
+            .collect(),
+        apps: Vec::new(),
+    };
+    Setup::new(m, Builder::Linux, w)
+}
+
+#[test]
+fn capacities_are_speed_scaled_so_the_fastest_cpu_is_1024() {
+    use numasim_core::policy::linux::{capacity_greater, cpu_capacities, fits_capacity};
+    // Speeds 2.0 / 1.0: 1024 × 2 / 2 = 1024 and 1024 × 1 / 2 = 512; the MC level spans both
+    // capacities: SD_ASYM_CPUCAPACITY.
+    let s = one_node_speeds(vec![2.0, 2.0, 1.0, 1.0], 1);
+    let p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(
+        (0..4).map(|c| p.capacity_of(c)).collect::<Vec<_>>(),
+        vec![1024, 1024, 512, 512]
+    );
+    assert!(p.asym_level(0, 0));
+    // One speed (whatever it is): 1024 everywhere, no asymmetry.
+    let s = one_node_speeds(vec![1.0; 4], 1);
+    let p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(
+        (0..4).map(|c| p.capacity_of(c)).collect::<Vec<_>>(),
+        vec![1024; 4]
+    );
+    assert!(!p.asym_level(0, 0));
+    // amc1: the first half of each node's CPUs at 2.0.
+    let m = testutils::preset("amc1");
+    let caps = cpu_capacities(&m);
+    for (c, &cap) in caps.iter().enumerate() {
+        let want = if m.speed(c) == 2.0 { 1024 } else { 512 };
+        assert_eq!(cap, want, "CPU {c}");
+    }
+    // fits_capacity(util, 512): 409 × 1280 = 523 520 < 524 288; 410 × 1280 = 524 800 is not.
+    assert!(fits_capacity(409, 512) && !fits_capacity(410, 512));
+    assert!(fits_capacity(819, 1024) && !fits_capacity(820, 1024));
+    // capacity_greater: 1024 × 1024 > 512 × 1078; 1024 vs 1000: 1 048 576 > 1 078 000 fails.
+    assert!(capacity_greater(1024, 512) && !capacity_greater(1024, 1000));
+}
+
+#[test]
+fn group_classification_with_unequal_capacities() {
+    // Two CPUs, 3 tasks, util 1400, runnable 1500, imbalance_pct 117.
+    // Capacities 1024 + 1024: 2048 × 100 < 1400 × 117 = 163 800? no; 2048 × 117 = 239 616 <
+    // 150 000? no → not overloaded; has capacity: 204 800 > 163 800 → has spare.
+    // Capacities 1024 + 512 = 1536: 153 600 < 163 800 → overloaded.
+    let g = |cap: u64| SgStats {
+        group_capacity: cap,
+        group_weight: 2,
+        sum_nr_running: 3,
+        group_util: 1400,
+        group_runnable: 1500,
+        ..SgStats::default()
+    };
+    assert_eq!(group_classify(117, &g(2048)), GroupType::HasSpare);
+    assert_eq!(group_classify(117, &g(1536)), GroupType::Overloaded);
+    // Two tasks on two CPUs of 512 + 512 with util 900: nr 2 ≥ weight 2, 1024 × 100 = 102 400 >
+    // 900 × 117 = 105 300? no → fully busy; the same sums over 2048 have spare.
+    let h = |cap: u64| SgStats {
+        group_capacity: cap,
+        group_weight: 2,
+        sum_nr_running: 2,
+        group_util: 900,
+        group_runnable: 900,
+        ..SgStats::default()
+    };
+    assert_eq!(group_classify(117, &h(1024)), GroupType::FullyBusy);
+    assert_eq!(group_classify(117, &h(2048)), GroupType::HasSpare);
+    // A misfit load makes the group misfit, below overloaded, above fully busy.
+    let mut m = h(1024);
+    m.group_misfit_task_load = 1024;
+    assert_eq!(group_classify(117, &m), GroupType::MisfitTask);
+    let mut o = g(1536);
+    o.group_misfit_task_load = 1024;
+    assert_eq!(group_classify(117, &o), GroupType::Overloaded);
+}
+
+#[test]
+fn pick_busiest_at_asym_levels_orders_misfits_and_spares_fast_groups() {
+    use numasim_core::policy::linux::{update_sd_pick_busiest, AsymPick};
+    let misfit = |load: u64| SgStats {
+        group_capacity: 512,
+        min_capacity: 512,
+        max_capacity: 512,
+        group_weight: 1,
+        sum_nr_running: 1,
+        group_util: 512,
+        group_runnable: 512,
+        group_misfit_task_load: load,
+        group_type: GroupType::MisfitTask,
+        ..SgStats::default()
+    };
+    let fast = AsymPick {
+        dst_capacity: 1024,
+        local_type: GroupType::HasSpare,
+    };
+    // The biggest misfit wins (ties: the later).
+    assert!(update_sd_pick_busiest(Some(fast), None, &misfit(500)));
+    assert!(update_sd_pick_busiest(
+        Some(fast),
+        Some(&misfit(500)),
+        &misfit(1024)
+    ));
+    assert!(!update_sd_pick_busiest(
+        Some(fast),
+        Some(&misfit(1024)),
+        &misfit(500)
+    ));
+    // A slow puller (512 is not capacity_greater than 512), or a local group without spare
+    // capacity, cannot help a misfit.
+    let slow = AsymPick {
+        dst_capacity: 512,
+        ..fast
+    };
+    assert!(!update_sd_pick_busiest(Some(slow), None, &misfit(1024)));
+    let busy_local = AsymPick {
+        local_type: GroupType::FullyBusy,
+        ..fast
+    };
+    assert!(!update_sd_pick_busiest(
+        Some(busy_local),
+        None,
+        &misfit(1024)
+    ));
+    // A group of fast CPUs (min capacity 1024, capacity_greater than 512) with at most one
+    // task per CPU does not replace a busiest of its type for a slow puller, but does for a
+    // fast one; a higher type still wins before that test (as in the kernel).
+    let fast_group = |t: GroupType, idle: u64| SgStats {
+        group_capacity: 2048,
+        min_capacity: 1024,
+        max_capacity: 1024,
+        group_weight: 2,
+        sum_nr_running: 2 - idle,
+        idle_cpus: idle,
+        group_type: t,
+        ..SgStats::default()
+    };
+    let spare = fast_group(GroupType::HasSpare, 1);
+    let full = fast_group(GroupType::FullyBusy, 0);
+    assert!(!update_sd_pick_busiest(Some(slow), None, &spare));
+    assert!(update_sd_pick_busiest(Some(fast), None, &spare));
+    assert!(!update_sd_pick_busiest(Some(slow), Some(&full), &full));
+    assert!(update_sd_pick_busiest(Some(fast), Some(&full), &full));
+    assert!(update_sd_pick_busiest(Some(slow), None, &full));
+}
+
+#[test]
+fn calculate_imbalance_for_a_misfit_group_is_migrate_misfit_one() {
+    let mut local = classified(group(1, 0, 0, 0));
+    let mut busiest = group(1, 1, 512, 512);
+    busiest.group_capacity = 512;
+    busiest.group_misfit_task_load = 1024;
+    let busiest = classified(busiest);
+    assert_eq!(busiest.group_type, GroupType::MisfitTask);
+    let e = env(IdleType::Idle, true, false, 1, false);
+    assert_eq!(
+        calculate_imbalance(&e, &mut local, &busiest, 1024, 1536),
+        (MigrationType::Misfit, 1)
+    );
+}
+
+#[test]
+fn an_idle_fast_cpu_pulls_a_misfit_task_from_a_slow_one_by_active_balance() {
+    // CPU 0 fast (1024), CPU 1 slow (512). A new task on CPU 1 starts at util 512: 512 × 1280
+    // = 655 360 ≥ 512 × 1024 = 524 288, so it does not fit CPU 1 → misfit_task_load = its load
+    // 1024. CPU 0, idle, balancing the MC level (asym): group {1} is misfit (the only task
+    // runs: no idle CPU), 1024 is capacity_greater than 512 and local has spare → busiest;
+    // force_balance → migrate_misfit 1; find_src_rq: CPU 1 (misfit 1024); one task running,
+    // nothing to detach → need_active_balance (migrate_misfit) at once, without a failure
+    // counted; the stopper pushes the running task to CPU 0.
+    let s = one_node_speeds(vec![2.0, 1.0], 1);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 1, 1, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.misfit_task_load(&sc.view(), 1), 1024);
+    sc.at(100 * MS);
+    let a = p
+        .balance(&sc.view(), 0, 0, BalanceKind::Periodic)
+        .expect("due");
+    assert!(a.moves.is_empty());
+    assert_eq!(a.active_from, Some(1));
+    let a = p.active_balance(&sc.view(), 1, 0).expect("a task to push");
+    assert_eq!(pulled(&a), vec![0]);
+    let (got, _) = sc.apply(0, 0, a);
+    assert_eq!(got, vec![0]);
+    assert_eq!(sc.runqueue(0), vec![0]);
+    // On the fast CPU the task is no misfit (the highest capacity), and the slow CPU, idle,
+    // does not pull a lone task from a group of more capacity (update_sd_pick_busiest).
+    assert_eq!(p.misfit_task_load(&sc.view(), 0), 0);
+    sc.at(200 * MS);
+    let a = p
+        .balance(&sc.view(), 1, 0, BalanceKind::Periodic)
+        .expect("due");
+    assert!(a.moves.is_empty() && a.active_from.is_none());
+}
+
+#[test]
+fn the_same_scene_on_one_speed_pulls_nothing() {
+    // As above with speeds 1.0 / 1.0: capacities 1024, no SD_ASYM_CPUCAPACITY, no misfit; one
+    // task alone on CPU 1 is has_spare with one task → balanced.
+    let s = one_node_speeds(vec![1.0, 1.0], 1);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 1, 1, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.misfit_task_load(&sc.view(), 1), 0);
+    sc.at(100 * MS);
+    let a = p
+        .balance(&sc.view(), 0, 0, BalanceKind::Periodic)
+        .expect("due");
+    assert!(a.moves.is_empty() && a.active_from.is_none());
+}
+
+#[test]
+fn a_run_on_amc1_completes_and_moves_misfits_to_fast_cpus() {
+    let m = testutils::preset("amc1");
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = WorkloadSpec::parse("w", "n=64,kind=cpu,exec=300,arrival=same")
+        .unwrap()
+        .generate("w", 1, m.node_cpu_lists())
+        .unwrap();
+    let cfg = EngineConfig::default();
+    let ctx = numasim_core::interface::PolicyContext {
+        machine: &m,
+        domains: &d,
+        config: &cfg,
+    };
+    assert!(numasim_core::policy::by_name("linux", &ctx).is_ok());
+    let r = numasim_core::run_policy(&m, &d, &w, "linux", &cfg).unwrap();
+    assert_eq!(r.processes.len(), 64);
+    let kinds: std::collections::BTreeMap<_, _> =
+        r.summary.migrations_by_kind.iter().cloned().collect();
+    assert!(kinds.get("active").copied().unwrap_or(0) > 0, "{kinds:?}");
+}
+
+#[test]
+fn wake_up_on_an_asymmetric_node_looks_for_a_cpu_the_task_fits() {
+    // One node: CPUs 0, 1 fast (1024), 2, 3 slow (512); sd_asym_cpucapacity = the node. Task 0
+    // runs on CPU 3 with util 512 (a new task): it does not fit 512 (512 × 1280 ≥ 512 × 1024).
+    // Waking with prev = target = CPU 2 (idle): asym_fits_cpu fails, no recent CPU, so
+    // select_idle_capacity from CPU 2 wrapping: 2 idle but too small (best so far), 3 busy,
+    // 0 idle and fits → CPU 0.
+    let s = one_node_speeds(vec![2.0, 2.0, 1.0, 1.0], 3);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 3, 3, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(0));
+    // Both fast CPUs busy: no idle CPU fits; the idle CPU of the highest capacity, the first
+    // on ties from the target: CPU 2.
+    sc.put(1, 0, 0, 0);
+    sc.put(2, 1, 1, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(2));
+    // One speed: the idle previous CPU, as before.
+    let s = one_node_speeds(vec![1.0; 4], 1);
+    let mut sc = s.scene();
+    sc.with_pelt();
+    sc.put(0, 3, 3, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.place_wakeup(&sc.view(), 0, 2), Some(2));
+}

@@ -2,14 +2,14 @@
 //! `calculate_imbalance`, the source group and runqueue, `detach_tasks`, `sched_balance_rq`, the
 //! periodic and newly-idle passes.
 
-use super::SCHED_CAPACITY_SCALE;
+use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
 use super::{Linux, MIGRATION_COST_NS, NEWIDLE_COST_DECAY_PERIOD_NS, NUMA_IMBALANCE_MIN};
 use crate::domains::{sd, Level};
 use crate::interface::{Attempt, MigrationKind, Move, Pid, View};
 use crate::machine::CpuId;
 
 /// `enum group_type` (`fair.c`), in increasing order of pulling priority. The types this model
-/// never produces (no misfit, SMT or asymmetric packing, no affinity) are kept for the order.
+/// never produces (no SMT or asymmetric packing, no affinity) are kept for the order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum GroupType {
     #[default]
@@ -31,7 +31,7 @@ pub enum MigrationType {
     Util,
     /// Tasks.
     Task,
-    /// A misfit task (asymmetric capacity; not produced here).
+    /// A misfit task (`SD_ASYM_CPUCAPACITY` levels).
     Misfit,
 }
 
@@ -61,6 +61,14 @@ pub struct SgStats {
     pub idle_cpus: u64,
     pub group_weight: u64,
     pub group_type: GroupType,
+    /// The largest `rq->misfit_task_load` of the group's busy CPUs (non-local groups of
+    /// `SD_ASYM_CPUCAPACITY` levels only); fork placement: 1 when the task does not fit the
+    /// group's largest capacity.
+    pub group_misfit_task_load: u64,
+    /// `sgc->min_capacity` / `sgc->max_capacity`: the smallest and largest `capacity_of` of
+    /// the group's CPUs.
+    pub min_capacity: u64,
+    pub max_capacity: u64,
 }
 
 /// `group_is_overloaded`: more tasks than CPUs and util or runnable beyond capacity by
@@ -85,10 +93,12 @@ pub fn group_has_capacity(imbalance_pct: u64, s: &SgStats) -> bool {
 }
 
 /// `group_classify` for the types this model produces (no `sgc->imbalance` from affinity, no
-/// asymmetric packing, SMT or misfit): overloaded, fully busy or has spare.
+/// asymmetric packing or SMT): overloaded, misfit task, fully busy or has spare.
 pub fn group_classify(imbalance_pct: u64, s: &SgStats) -> GroupType {
     if group_is_overloaded(imbalance_pct, s) {
         GroupType::Overloaded
+    } else if s.group_misfit_task_load > 0 {
+        GroupType::MisfitTask
     } else if !group_has_capacity(imbalance_pct, s) {
         GroupType::FullyBusy
     } else {
@@ -152,6 +162,12 @@ pub fn calculate_imbalance(
     total_capacity: u64,
 ) -> (MigrationType, i64) {
     let idle = env.idle != IdleType::NotIdle;
+    // Misfit groups arise only at SD_ASYM_CPUCAPACITY levels here (no reduced capacity):
+    // "Set imbalance to allow misfit tasks to be balanced" (1 since v6.0; the misfit task's
+    // load before).
+    if busiest.group_type == GroupType::MisfitTask {
+        return (MigrationType::Misfit, 1);
+    }
     if busiest.group_type == GroupType::Imbalanced {
         return (MigrationType::Task, 1);
     }
@@ -189,20 +205,56 @@ pub fn calculate_imbalance(
     (MigrationType::Load, imbalance as i64)
 }
 
-/// `update_sd_pick_busiest` for the types produced here: whether `sg` replaces `busiest`.
+/// What `update_sd_pick_busiest` reads beyond the two groups at an `SD_ASYM_CPUCAPACITY`
+/// level.
+#[derive(Debug, Clone, Copy)]
+pub struct AsymPick {
+    /// `capacity_of(env->dst_cpu)`.
+    pub dst_capacity: u64,
+    /// `sds->local_stat.group_type`.
+    pub local_type: GroupType,
+}
+
+/// `update_sd_pick_busiest` at a level without `SD_ASYM_CPUCAPACITY`.
 pub fn pick_busiest(busiest: Option<&SgStats>, sg: &SgStats) -> bool {
+    update_sd_pick_busiest(None, busiest, sg)
+}
+
+/// `update_sd_pick_busiest` for the types produced here: whether `sg` replaces `busiest`;
+/// `asym` is `Some` at `SD_ASYM_CPUCAPACITY` levels.
+pub fn update_sd_pick_busiest(
+    asym: Option<AsymPick>,
+    busiest: Option<&SgStats>,
+    sg: &SgStats,
+) -> bool {
     if sg.sum_nr_running == 0 {
         return false;
     }
-    // init_sd_lb_stats' busiest_stat (has_spare, idle_cpus = UINT_MAX) loses to any group.
-    let Some(b) = busiest else {
-        return true;
+    // "Don't try to pull misfit tasks we can't help": only a CPU of clearly more capacity
+    // than the group's largest, with a local group that has spare capacity.
+    if let Some(a) = asym {
+        if sg.group_type == GroupType::MisfitTask
+            && (!capacity_greater(a.dst_capacity, sg.max_capacity)
+                || a.local_type != GroupType::HasSpare)
+        {
+            return false;
+        }
+    }
+    // init_sd_lb_stats' busiest_stat (has_spare, idle_cpus = UINT_MAX) loses to any group
+    // in the type comparison or the switch; a has_spare group still meets the final
+    // asymmetric-capacity test.
+    let virt = SgStats {
+        idle_cpus: u64::MAX,
+        ..SgStats::default()
     };
+    let b = busiest.unwrap_or(&virt);
     if sg.group_type != b.group_type {
         return sg.group_type > b.group_type;
     }
-    match sg.group_type {
+    let pick = match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
+        // "If we have more than one misfit sg go with the biggest misfit."
+        GroupType::MisfitTask => sg.group_misfit_task_load >= b.group_misfit_task_load,
         // avg_load is not computed for fully busy groups (0), so they tie: since v6.5 ("sched/
         // fair: Keep a fully_busy SMT sched group as busiest") a tie returns false only when
         // the busiest so far is an SMT group (`SD_SHARE_CPUCAPACITY`, never here), and the
@@ -214,7 +266,12 @@ pub fn pick_busiest(busiest: Option<&SgStats>, sg: &SgStats) -> bool {
                 || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running)
         }
         _ => false,
-    }
+    };
+    // "Candidate sg has no more than one task per CPU and has higher per-CPU capacity":
+    // not pulled to a CPU of less capacity.
+    pick && !asym.is_some_and(|a| {
+        sg.group_type <= GroupType::FullyBusy && capacity_greater(sg.min_capacity, a.dst_capacity)
+    })
 }
 
 impl Linux {
@@ -260,25 +317,41 @@ impl Linux {
             + c.cost_per_migration_ns * a.moves.len() as u64
     }
 
-    /// `update_sg_lb_stats` for `group` (the balancing CPU's view of its CPUs).
+    /// `update_sg_lb_stats` for `group` (the balancing CPU's view of its CPUs); `misfit`:
+    /// a non-local group at an `SD_ASYM_CPUCAPACITY` level (its CPUs' misfit loads count).
     pub(super) fn sg_stats(
+        &self,
         v: &View<'_>,
         span: &crate::cpuset::CpuSet,
         imbalance_pct: u64,
+        misfit: bool,
     ) -> SgStats {
-        let mut s = SgStats::default();
+        let mut s = SgStats {
+            min_capacity: u64::MAX,
+            ..SgStats::default()
+        };
         for c in span.iter() {
+            let cap = self.cap[c];
             let pelt = v.cpu_pelt(c);
             s.group_load += pelt.load_avg.round() as u64;
-            s.group_util += (pelt.util_avg.round() as u64).min(SCHED_CAPACITY_SCALE);
+            // cpu_util_cfs: at most the CPU's original capacity.
+            s.group_util += (pelt.util_avg.round() as u64).min(cap);
             s.group_runnable += pelt.runnable_avg.round() as u64;
             let nr = v.nr_running(c) as u64;
             s.sum_nr_running += nr;
+            // sgc->capacity, min_capacity, max_capacity (update_group_capacity).
+            s.group_capacity += cap;
+            s.min_capacity = s.min_capacity.min(cap);
+            s.max_capacity = s.max_capacity.max(cap);
+            s.group_weight += 1;
             if nr == 0 {
                 s.idle_cpus += 1;
+                continue; // "Idle cpu can't have misfit task"
             }
-            s.group_capacity += SCHED_CAPACITY_SCALE;
-            s.group_weight += 1;
+            if misfit {
+                s.group_misfit_task_load =
+                    s.group_misfit_task_load.max(self.misfit_task_load(v, c));
+            }
         }
         s.group_type = group_classify(imbalance_pct, &s);
         if s.group_type == GroupType::Overloaded {
@@ -302,18 +375,44 @@ impl Linux {
         let pct = u64::from(level.params.imbalance_pct);
         let (mut local, mut busiest) = (SgStats::default(), None::<(usize, SgStats)>);
         let (mut total_load, mut total_capacity) = (0, 0);
+        let asym = st.asym.then(|| AsymPick {
+            dst_capacity: self.cap[cpu],
+            local_type: GroupType::HasSpare,
+        });
+        // The local group is the first (the kernel's too), so its type is known for the
+        // others' update_sd_pick_busiest.
         for (gi, g) in level.groups.iter().enumerate() {
-            let s = Self::sg_stats(v, &g.span, pct);
+            let s = self.sg_stats(v, &g.span, pct, st.asym && !g.local);
             a.rqs_examined += g.weight as u32;
             total_load += s.group_load;
             total_capacity += s.group_capacity;
             if g.local {
                 local = s;
-            } else if pick_busiest(busiest.as_ref().map(|b| &b.1), &s) {
+            } else if update_sd_pick_busiest(
+                asym.map(|x| AsymPick {
+                    local_type: local.group_type,
+                    ..x
+                }),
+                busiest.as_ref().map(|b| &b.1),
+                &s,
+            ) {
                 busiest = Some((gi, s));
             }
         }
         let (bi, b) = busiest?;
+        // "Misfit tasks should be dealt with regardless of the avg load" (force_balance).
+        if b.group_type == GroupType::MisfitTask {
+            let env = ImbalanceEnv {
+                idle,
+                llc: st.llc,
+                numa: st.numa,
+                imb_numa_nr: st.imb_numa_nr,
+                prefer_sibling: st.prefer_sibling,
+            };
+            let (mt, imbalance) =
+                calculate_imbalance(&env, &mut local, &b, total_load, total_capacity);
+            return Some((bi, mt, imbalance));
+        }
         if local.group_type > b.group_type {
             return None;
         }
@@ -352,30 +451,53 @@ impl Linux {
         (imbalance > 0).then_some((bi, mt, imbalance))
     }
 
-    /// `sched_balance_find_src_rq`.
+    /// `sched_balance_find_src_rq` for `dst` balancing at level `li`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn find_src_rq(
+        &self,
         v: &View<'_>,
+        dst: CpuId,
+        li: usize,
         level: &Level,
         group: usize,
         mt: MigrationType,
         imbalance: i64,
     ) -> Option<CpuId> {
+        let asym = self.sd[dst][li].asym;
         let mut busiest = None;
         let (mut busiest_load, mut busiest_util, mut busiest_nr) = (0u64, 0u64, 0usize);
+        let mut busiest_capacity = 1u64;
         for c in level.groups[group].span.iter() {
             let nr = v.nr_running(c);
             if nr == 0 {
                 continue;
             }
+            let capacity = self.cap[c];
+            // "don't pick a CPU that could eventually lead to active_balancing high->low
+            // capacity".
+            if asym && nr == 1 && !capacity_greater(self.cap[dst], capacity) {
+                continue;
+            }
             match mt {
                 MigrationType::Load => {
                     let load = v.cpu_pelt(c).load_avg.round() as u64;
-                    // One task heavier than the imbalance stays (capacities are never reduced).
+                    // One task heavier than the imbalance stays (no RT/IRQ pressure, so
+                    // check_cpu_capacity never holds).
                     if nr == 1 && load as i64 > imbalance {
                         continue;
                     }
-                    if load > busiest_load {
+                    // The most load per capacity: load_i * capacity_j > load_j * capacity_i.
+                    if load * busiest_capacity > busiest_load * capacity {
                         busiest_load = load;
+                        busiest_capacity = capacity;
+                        busiest = Some(c);
+                    }
+                }
+                MigrationType::Misfit => {
+                    // "we simply seek the 'biggest' misfit task".
+                    let misfit = self.misfit_task_load(v, c);
+                    if misfit > busiest_load {
+                        busiest_load = misfit;
                         busiest = Some(c);
                     }
                 }
@@ -386,7 +508,7 @@ impl Linux {
                         busiest = Some(c);
                     }
                 }
-                MigrationType::Task | MigrationType::Misfit => {
+                MigrationType::Task => {
                     if busiest_nr < nr {
                         busiest_nr = nr;
                         busiest = Some(c);
@@ -485,7 +607,15 @@ impl Linux {
                     }
                     imbalance -= util as i64;
                 }
-                MigrationType::Task | MigrationType::Misfit => imbalance -= 1,
+                MigrationType::Task => imbalance -= 1,
+                MigrationType::Misfit => {
+                    // "This is not a misfit task".
+                    let util = v.task_pelt(pid).util_avg.round() as u64;
+                    if fits_capacity(util, self.cap[src]) {
+                        continue;
+                    }
+                    imbalance = 0;
+                }
             }
             a.moves.push(Move {
                 pid,
@@ -533,7 +663,8 @@ impl Linux {
             self.find_src_group(v, cpu, li, idle, &mut a)
                 .and_then(|(g, mt, imb)| {
                     a.rqs_examined += level.groups[g].weight as u32;
-                    Self::find_src_rq(v, level, g, mt, imb).map(|b| (b, mt, imb))
+                    self.find_src_rq(v, cpu, li, level, g, mt, imb)
+                        .map(|b| (b, mt, imb))
                 })
         } else {
             // Another CPU of the local group balances for it: stop going up (periodic only;
@@ -559,11 +690,16 @@ impl Linux {
         }
         let st = &mut self.sd[cpu][li];
         if moved == 0 {
-            if idle != IdleType::NewlyIdle {
+            // Misfit failures do not count (v6.10: "don't pollute nr_balance_failed").
+            if idle != IdleType::NewlyIdle && mt != MigrationType::Misfit {
                 st.nr_balance_failed += 1;
             }
-            // need_active_balance: only the migrate_task case arises (equal capacities).
-            if mt == MigrationType::Task && st.nr_balance_failed > p.cache_nice_tries + 2 {
+            // need_active_balance: imbalanced_active_balance (migrate_task after
+            // cache_nice_tries + 2 failures) or migrate_misfit; no RT/IRQ pressure, so the
+            // check_cpu_capacity clause never holds.
+            if (mt == MigrationType::Task && st.nr_balance_failed > p.cache_nice_tries + 2)
+                || mt == MigrationType::Misfit
+            {
                 a.active_from = Some(busiest);
             }
         } else {
@@ -620,12 +756,15 @@ impl Linux {
     pub(super) fn newidle(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         if self.cpu[cpu].newidle_at != Some(v.now) {
             let lowest_cost = self.sd[cpu].first().map_or(0, |s| s.max_newidle_lb_cost_ns);
+            // rd->overloaded: a CPU with two tasks, or (set by update_sg_lb_stats) a misfit.
+            let overloaded = !v.overloaded().is_empty()
+                || (self.asym && (0..v.machine.cpus()).any(|c| self.misfit_task_load(v, c) > 0));
             let c = &mut self.cpu[cpu];
             c.newidle_at = Some(v.now);
             c.newidle_cost_ns = 0;
             c.idle_stamp_ns = Some(v.now);
             c.last_idle_stamp_ns = v.now;
-            c.newidle_stopped = v.overloaded().is_empty() || c.avg_idle_ns < lowest_cost;
+            c.newidle_stopped = !overloaded || c.avg_idle_ns < lowest_cost;
         }
         if self.cpu[cpu].newidle_stopped {
             return None;

@@ -9,7 +9,9 @@
 //!   per CPU, per level (sched_domain)
 //!              last_balance, balance_interval (min..max), nr_balance_failed,
 //!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr, prefer_sibling
-//!   capacity   1024 per CPU (SCHED_CAPACITY_SCALE); load weight 1024 per task (nice 0)
+//!   capacity   capacity_of(cpu) = 1024 × speed / the fastest speed (arch_scale_cpu_capacity,
+//!              SCHED_CAPACITY_SCALE for the fastest); load weight 1024 per task (nice 0)
+//!              SD_ASYM_CPUCAPACITY on levels whose span holds more than one capacity
 //! ```
 //!
 //! Rules, each from the 6.13 function named (old names in brackets):
@@ -63,6 +65,16 @@
 //!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
 //! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
 //!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`).
+//! 10. Capacity (docs/policies/linux.md, "CPU capacity"): `capacity_of` from the speeds,
+//!     `SD_ASYM_CPUCAPACITY` levels (`asym_cpu_capacity_classify`, clearing the child's
+//!     `SD_PREFER_SIBLING` in `sd_init`), `update_misfit_status` (`fits_capacity`), group
+//!     capacity sums and `group_misfit_task` (`update_sg_lb_stats`, `group_classify`), the
+//!     asymmetric clauses of `update_sd_pick_busiest`, `force_balance` and `migrate_misfit`
+//!     in `sched_balance_find_src_group`/`calculate_imbalance`, the capacity rules of
+//!     `sched_balance_find_src_rq`, `detach_tasks`' misfit case, `need_active_balance`'s
+//!     misfit clause, misfit groups in fork placement (`update_sg_wakeup_stats`), and
+//!     wake-ups by `asym_fits_cpu` and `select_idle_capacity`. On a machine of one speed all
+//!     of it is inert.
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
 //! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
@@ -76,8 +88,8 @@ mod placement;
 
 pub use balancer::{
     adjust_numa_imbalance, calculate_imbalance, group_classify, group_has_capacity,
-    group_is_overloaded, pick_busiest, sibling_imbalance, GroupType, IdleType, ImbalanceEnv,
-    MigrationType, SgStats,
+    group_is_overloaded, pick_busiest, sibling_imbalance, update_sd_pick_busiest, AsymPick,
+    GroupType, IdleType, ImbalanceEnv, MigrationType, SgStats,
 };
 
 use crate::assumptions::Wake;
@@ -87,8 +99,35 @@ use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 
-/// `SCHED_CAPACITY_SCALE`: a CPU's capacity (every CPU the same: no `SD_ASYM_CPUCAPACITY`).
+/// `SCHED_CAPACITY_SCALE`: the capacity of the machine's fastest CPUs (every CPU's on a
+/// machine of one speed).
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+
+/// `fits_capacity`: `util` fits a CPU of capacity `cap` with 20 % headroom
+/// (`util * 1280 < cap * 1024`).
+pub fn fits_capacity(util: u64, cap: u64) -> bool {
+    util * 1280 < cap * 1024
+}
+
+/// `capacity_greater`: `cap1` is more than about 5 % above `cap2` (`cap1 * 1024 > cap2 * 1078`).
+pub fn capacity_greater(cap1: u64, cap2: u64) -> bool {
+    cap1 * 1024 > cap2 * 1078
+}
+
+/// `arch_scale_cpu_capacity` as `topology_normalize_cpu_scale` sets it: each CPU's speed
+/// scaled so that the fastest is [`SCHED_CAPACITY_SCALE`] (integer, rounded down).
+pub fn cpu_capacities(m: &crate::machine::Machine) -> Vec<u64> {
+    let max = (0..m.cpus()).map(|c| m.speed(c)).fold(0.0_f64, f64::max);
+    (0..m.cpus())
+        .map(|c| {
+            if m.speed(c) >= max {
+                SCHED_CAPACITY_SCALE
+            } else {
+                ((SCHED_CAPACITY_SCALE as f64 * m.speed(c) / max) as u64).max(1)
+            }
+        })
+        .collect()
+}
 /// `sysctl_sched_nr_migrate` (`SCHED_NR_MIGRATE_BREAK`, `kernel/sched/core.c`): tasks looked at
 /// per balancing pass.
 pub const NR_MIGRATE: usize = 32;
@@ -192,8 +231,12 @@ pub(super) struct SdState {
     /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
     llc: bool,
     imb_numa_nr: i64,
-    /// The child level prefers siblings (`SD_PREFER_SIBLING` of the groups' child domain).
+    /// The child level prefers siblings (`SD_PREFER_SIBLING` of the groups' child domain,
+    /// which `sd_init` clears below an `SD_ASYM_CPUCAPACITY` level).
     prefer_sibling: bool,
+    /// `SD_ASYM_CPUCAPACITY`: the level's span holds CPUs of more than one capacity
+    /// (`asym_cpu_capacity_classify`).
+    asym: bool,
     cache_hot_ns: u64,
 }
 
@@ -238,12 +281,25 @@ pub struct Linux {
     wake: Wake,
     /// Automatic NUMA balancing, when on (issue 17 §3, `numa.rs`).
     numa: Option<numa::NumaBalancing>,
+    /// `capacity_of` per CPU (no RT/IRQ pressure: `arch_scale_cpu_capacity`).
+    cap: Vec<u64>,
+    /// `sched_asym_cpucap_active`: CPUs of more than one capacity.
+    asym: bool,
+    /// `sd_asym_cpucapacity` per CPU: the span of its lowest level that sees every capacity of
+    /// the machine (`SD_ASYM_CPUCAPACITY_FULL`), on an asymmetric machine.
+    sd_asym_cpucapacity: Vec<Option<std::sync::Arc<crate::cpuset::CpuSet>>>,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
     pub fn new(ctx: &PolicyContext<'_>, o: Options) -> Self {
         let m = ctx.machine;
         let modern = ctx.domains.builder == Builder::Linux;
+        let cap = cpu_capacities(m);
+        let asym_span = |l: &Level| {
+            let mut it = l.span.iter().map(|c| cap[c]);
+            let first = it.next();
+            it.any(|c| Some(c) != first)
+        };
         let sd = ctx
             .domains
             .cpus
@@ -265,6 +321,7 @@ impl Linux {
                     .enumerate()
                     .map(|(i, l)| {
                         let numa = !in_node(l);
+                        let asym = asym_span(l);
                         SdState {
                             last_balance_ns: 0,
                             balance_interval_ms: l.params.min_interval_ms.max(1),
@@ -278,8 +335,12 @@ impl Linux {
                             } else {
                                 imb
                             },
+                            // sd_init: "Don't attempt to spread across CPUs of different
+                            // capacities" clears the child's SD_PREFER_SIBLING.
                             prefer_sibling: i > 0
-                                && levels[i - 1].params.flags & sd::PREFER_SIBLING != 0,
+                                && levels[i - 1].params.flags & sd::PREFER_SIBLING != 0
+                                && !asym,
+                            asym,
                             cache_hot_ns: if modern {
                                 l.params.cache_hot_ns
                             } else {
@@ -327,11 +388,62 @@ impl Linux {
                 .numa_balancing
                 .unwrap_or(m.nodes() > 1)
                 .then(|| numa::NumaBalancing::new(ctx, numa::NumaConfig::default())),
+            asym: cap.iter().any(|&c| c != SCHED_CAPACITY_SCALE),
+            sd_asym_cpucapacity: {
+                let all: std::collections::BTreeSet<u64> = cap.iter().copied().collect();
+                ctx.domains
+                    .cpus
+                    .iter()
+                    .map(|levels| {
+                        (all.len() > 1)
+                            .then(|| {
+                                levels.iter().find(|l| {
+                                    l.span
+                                        .iter()
+                                        .map(|c| cap[c])
+                                        .collect::<std::collections::BTreeSet<_>>()
+                                        == all
+                                })
+                            })
+                            .flatten()
+                            .map(|l| l.span.clone())
+                    })
+                    .collect()
+            },
+            cap,
         }
     }
 }
 
 impl Linux {
+    /// `capacity_of(cpu)`.
+    pub fn capacity_of(&self, cpu: CpuId) -> u64 {
+        self.cap[cpu]
+    }
+
+    /// Whether level `li` of `cpu` has `SD_ASYM_CPUCAPACITY`.
+    pub fn asym_level(&self, cpu: CpuId, li: usize) -> bool {
+        self.sd[cpu][li].asym
+    }
+
+    /// `rq->misfit_task_load` of `cpu` (`update_misfit_status`, read when asked rather than
+    /// at the tick): on an asymmetric machine, the running task's load (at least 1) when its
+    /// util does not fit the CPU (`task_fits_cpu`) and the CPU is not of the highest capacity
+    /// (`p->max_allowed_capacity`); else 0.
+    pub fn misfit_task_load(&self, v: &View<'_>, cpu: CpuId) -> u64 {
+        if !self.asym || self.cap[cpu] == SCHED_CAPACITY_SCALE {
+            return 0;
+        }
+        let Some(pid) = v.current(cpu) else {
+            return 0;
+        };
+        let p = v.task_pelt(pid);
+        if fits_capacity(p.util_avg.round() as u64, self.cap[cpu]) {
+            return 0;
+        }
+        (p.load_avg.round() as u64).max(1)
+    }
+
     /// `rq->avg_idle` of `cpu`, ns (what gates its newly-idle balancing; for tests and traces).
     pub fn avg_idle_ns(&self, cpu: CpuId) -> u64 {
         self.cpu[cpu].avg_idle_ns

@@ -3,7 +3,7 @@
 //! wake-up by `select_idle_sibling`.
 
 use super::balancer::{adjust_numa_imbalance, group_classify, GroupType, SgStats};
-use super::{Linux, SCHED_CAPACITY_SCALE};
+use super::{fits_capacity, Linux, SCHED_CAPACITY_SCALE};
 use crate::interface::{Pid, View};
 use crate::machine::CpuId;
 
@@ -23,7 +23,7 @@ impl Linux {
         let mut local = None;
         let mut idlest: Option<(usize, SgStats)> = None;
         for (gi, g) in level.groups.iter().enumerate() {
-            let s = Self::wakeup_stats(v, &g.span, pct, pid);
+            let s = self.wakeup_stats(v, &g.span, pct, pid, st.asym);
             if g.local {
                 local = Some(s);
             } else if idlest.as_ref().is_none_or(|(_, i)| pick_idlest(i, &s)) {
@@ -72,19 +72,32 @@ impl Linux {
                     return None;
                 }
             }
+            // "Select group with the highest max capacity".
+            GroupType::MisfitTask => {
+                if loc.max_capacity >= idl.max_capacity {
+                    return None;
+                }
+            }
             _ => return None,
         }
         Some(ii)
     }
 
-    /// `update_sg_wakeup_stats`: a group's statistics without `pid`'s own contribution.
+    /// `update_sg_wakeup_stats`: a group's statistics without `pid`'s own contribution;
+    /// at an `SD_ASYM_CPUCAPACITY` level (`asym`) a group whose largest capacity the task's
+    /// util does not fit is misfit (`task_fits_cpu` on the group's largest CPU).
     pub(super) fn wakeup_stats(
+        &self,
         v: &View<'_>,
         span: &crate::cpuset::CpuSet,
         pct: u64,
         pid: Pid,
+        asym: bool,
     ) -> SgStats {
-        let mut s = SgStats::default();
+        let mut s = SgStats {
+            min_capacity: u64::MAX,
+            ..SgStats::default()
+        };
         let own = v.pelt_cpu(pid);
         let tp = v.task_pelt(pid);
         for c in span.iter() {
@@ -94,16 +107,22 @@ impl Linux {
                 pelt.util_avg = (pelt.util_avg - tp.util_avg).max(0.0);
                 pelt.runnable_avg = (pelt.runnable_avg - tp.runnable_avg).max(0.0);
             }
+            let cap = self.cap[c];
             s.group_load += pelt.load_avg.round() as u64;
-            s.group_util += (pelt.util_avg.round() as u64).min(SCHED_CAPACITY_SCALE);
+            s.group_util += (pelt.util_avg.round() as u64).min(cap);
             s.group_runnable += pelt.runnable_avg.round() as u64;
             let nr = v.nr_running(c) as u64;
             s.sum_nr_running += nr;
             if nr == 0 {
                 s.idle_cpus += 1;
             }
-            s.group_capacity += SCHED_CAPACITY_SCALE;
+            s.group_capacity += cap;
+            s.min_capacity = s.min_capacity.min(cap);
+            s.max_capacity = s.max_capacity.max(cap);
             s.group_weight += 1;
+        }
+        if asym && !fits_capacity(tp.util_avg.round() as u64, s.max_capacity) {
+            s.group_misfit_task_load = 1;
         }
         s.group_type = group_classify(pct, &s);
         if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
@@ -193,20 +212,46 @@ impl Linux {
         if self.recent_used_cpu.len() <= pid {
             self.recent_used_cpu.resize(pid + 1, None);
         }
-        if v.idle(target) {
+        // asym_fits_cpu: on an asymmetric machine the CPU must fit the task's util
+        // (task_util_est, synced to now); always true otherwise.
+        let util = v.task_pelt(pid).util_avg.round() as u64;
+        let fits = |c: CpuId| !self.asym || fits_capacity(util, self.cap[c]);
+        if v.idle(target) && fits(target) {
             self.recent_used_cpu[pid] = Some(prev);
             return target;
         }
         let node = v.machine.cpu_node(target);
-        if prev != target && v.machine.cpu_node(prev) == node && v.idle(prev) {
+        if prev != target && v.machine.cpu_node(prev) == node && v.idle(prev) && fits(prev) {
             self.recent_used_cpu[pid] = Some(prev);
             return prev;
         }
         let recent = self.recent_used_cpu[pid].replace(prev);
         if let Some(r) = recent {
-            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) {
+            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) && fits(r) {
                 return r;
             }
+        }
+        // "For asymmetric CPU capacity systems, our domain of interest is sd_asym_cpucapacity
+        // rather than sd_llc": select_idle_capacity, from target wrapping, the first idle CPU
+        // the task fits, else the idle CPU of the highest capacity (the first on ties), else
+        // the target.
+        if let Some(span) = &self.sd_asym_cpucapacity[target] {
+            let cpus: Vec<CpuId> = span.iter().collect();
+            let at = cpus.iter().position(|&c| c == target).unwrap_or(0);
+            let mut best: Option<(CpuId, u64)> = None;
+            for k in 0..cpus.len() {
+                let c = cpus[(at + k) % cpus.len()];
+                if !v.idle(c) {
+                    continue;
+                }
+                if fits_capacity(util, self.cap[c]) {
+                    return c;
+                }
+                if best.is_none_or(|(_, cap)| self.cap[c] > cap) {
+                    best = Some((c, self.cap[c]));
+                }
+            }
+            return best.map_or(target, |(c, _)| c);
         }
         // select_idle_cpu: the LLC from target + 1, wrapping.
         let cpus = v.machine.node_cpus(node);
@@ -240,6 +285,8 @@ fn pick_idlest(idlest: &SgStats, sg: &SgStats) -> bool {
             idlest.idle_cpus < sg.idle_cpus
                 || (idlest.idle_cpus == sg.idle_cpus && idlest.group_util > sg.group_util)
         }
+        // "Select group with the highest max capacity".
+        GroupType::MisfitTask => idlest.max_capacity < sg.max_capacity,
         _ => false,
     }
 }
