@@ -21,6 +21,10 @@
 //!    by amount (1.0 = all local; a thread with no pages placed yet is local). Sized groups weight
 //!    by MB: accesses are spread evenly over the bytes a thread uses (a documented modelling
 //!    decision: docs/apps.md).
+//! 4. Hinting faults (automatic NUMA balancing, docs/policies/linux-numa.md): a scan pass marks
+//!    the same fraction of every part on every node; [`marked_pages`] gives the marked pages a
+//!    thread takes faults on, its own and its share of the group's shared ones. The fault
+//!    statistics and what they decide are the `linux` policy's (`policy/linux/numa.rs`).
 
 use crate::machine::Machine;
 
@@ -194,5 +198,110 @@ impl GroupMemory {
             return (1.0, 0.0);
         }
         (d / total, ((total - local) / total).max(0.0))
+    }
+}
+
+/// 4 KiB pages per MB (the hinting-fault model counts pages).
+pub const PAGES_PER_MB: f64 = 256.0;
+
+/// The pages of a thread that a NUMA-balancing scan pass marked, per node, split into the ones
+/// only it uses and its share of the ones its group shares (what it takes hinting faults on:
+/// the linux policy's automatic NUMA balancing, docs/policies/linux-numa.md), and the group's
+/// footprint in MB. A pass marks the same `fraction` of every part on every node.
+///
+/// * sized groups (`parts` = its private part and the group's shared part, MB): private pages
+///   are its own; the shared part is split evenly over the `threads` (one thread: all its own);
+/// * unsized groups (`parts` = `None`): the group's page shares (`shares`) of an assumed
+///   `footprint_mb`, split evenly over the threads, private when there is one thread, shared
+///   otherwise.
+pub fn marked_pages(
+    parts: Option<ThreadParts<'_>>,
+    shares: &[(usize, f64)],
+    threads: usize,
+    footprint_mb: f64,
+    fraction: f64,
+    pages_per_mb: f64,
+) -> MarkedPages {
+    let mut private: Vec<(usize, f64)> = Vec::new();
+    let mut shared: Vec<(usize, f64)> = Vec::new();
+    let total_mb: f64;
+    match parts {
+        Some((own, common)) => {
+            total_mb = shares.iter().map(|(_, a)| a).sum();
+            private.extend(own.iter().map(|&(k, mb)| (k, mb * pages_per_mb * fraction)));
+            let to = if threads > 1 {
+                &mut shared
+            } else {
+                &mut private
+            };
+            let per = if threads > 1 { threads as f64 } else { 1.0 };
+            for &(k, mb) in common {
+                to.push((k, mb * pages_per_mb * fraction / per));
+            }
+        }
+        None => {
+            total_mb = footprint_mb;
+            let to = if threads > 1 {
+                &mut shared
+            } else {
+                &mut private
+            };
+            let per = threads as f64;
+            for &(k, s) in shares {
+                let pages = s * footprint_mb * pages_per_mb * fraction;
+                to.push((k, if threads > 1 { pages / per } else { pages }));
+            }
+        }
+    }
+    MarkedPages {
+        private,
+        shared,
+        total_mb,
+    }
+}
+
+/// A thread's private part and its group's shared part, MB per node (a sized group).
+pub type ThreadParts<'a> = (&'a [(usize, f64)], &'a [(usize, f64)]);
+
+/// What [`marked_pages`] gives: marked pages per node only the thread uses, its share of the
+/// shared ones, and the group's footprint (MB).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarkedPages {
+    pub private: Vec<(usize, f64)>,
+    pub shared: Vec<(usize, f64)>,
+    pub total_mb: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marked_pages_split_private_and_shared_parts() {
+        // Sized, 4 threads: 10 MB private on node 1, 40 MB shared on node 0, a quarter marked:
+        // private 10 · 256 / 4 = 640 pages; its share of the shared 40 · 256 / 4 / 4 = 640.
+        let (own, common) = ([(1, 10.0)], [(0, 40.0)]);
+        let m = marked_pages(
+            Some((&own, &common)),
+            &[(0, 80.0), (1, 40.0)],
+            4,
+            256.0,
+            0.25,
+            256.0,
+        );
+        assert_eq!(m.private, vec![(1, 640.0)]);
+        assert_eq!(m.shared, vec![(0, 640.0)]);
+        assert_eq!(m.total_mb, 120.0);
+        // One thread: the shared part is its own.
+        let m = marked_pages(Some((&own, &common)), &[], 1, 256.0, 0.25, 256.0);
+        assert_eq!(
+            (m.private, m.shared),
+            (vec![(1, 640.0), (0, 2560.0)], vec![])
+        );
+        // Unsized: shares of the assumed 256 MB footprint, all marked; two threads share them.
+        let m = marked_pages(None, &[(2, 0.5), (3, 0.5)], 2, 256.0, 1.0, 256.0);
+        assert_eq!(m.private, vec![]);
+        assert_eq!(m.shared, vec![(2, 16384.0), (3, 16384.0)]);
+        assert_eq!(m.total_mb, 256.0);
     }
 }

@@ -72,9 +72,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::interface::{
-    Attempt, MigrationKind, Move, PageMove, Pid, PolicyContext, ThreadPages, View,
-};
+use crate::interface::{Attempt, MigrationKind, Move, PageMove, Pid, PolicyContext, View};
 use crate::machine::CpuId;
 
 /// `NUMA_PERIOD_SLOTS` (`fair.c`, before `update_task_scan_period`).
@@ -98,7 +96,7 @@ pub const CAPACITY_SCALE: f64 = 1024.0;
 /// `numa_scan_seq` up to which a task is "early in its life" (`should_numa_migrate_memory`).
 pub const EARLY_SCAN_SEQ: u64 = 4;
 /// Pages per MB (4 KiB base pages, x86-64 `PAGE_SHIFT` 12).
-pub const PAGES_PER_MB: f64 = 256.0;
+pub const PAGES_PER_MB: f64 = crate::memory::PAGES_PER_MB;
 
 const SHARED: usize = 0;
 const PRIVATE: usize = 1;
@@ -781,42 +779,20 @@ impl NumaBalancing {
         let threads = v.group_threads(tgid).max(1);
         let t_index = pid - tgid;
 
-        // Marked pages this thread uses, per node: private, and its 1/T of the shared ones.
-        let mut private: Vec<(usize, f64)> = Vec::new();
-        let mut shared: Vec<(usize, f64)> = Vec::new();
-        let total_mb: f64;
-        match v.thread_pages(pid) {
-            Some(ThreadPages {
-                private: own,
-                shared: common,
-            }) => {
-                total_mb = v.pages(tgid).iter().map(|(_, a)| a).sum();
-                private.extend(own.iter().map(|&(k, mb)| (k, mb * PAGES_PER_MB * f)));
-                let to = if threads > 1 {
-                    &mut shared
-                } else {
-                    &mut private
-                };
-                let per = if threads > 1 { threads as f64 } else { 1.0 };
-                for &(k, mb) in common {
-                    to.push((k, mb * PAGES_PER_MB * f / per));
-                }
-            }
-            None => {
-                let fp = self.cfg.unsized_footprint_mb as f64;
-                total_mb = fp;
-                let to = if threads > 1 {
-                    &mut shared
-                } else {
-                    &mut private
-                };
-                let per = threads as f64;
-                for &(k, s) in v.pages(tgid) {
-                    let pages = s * fp * PAGES_PER_MB * f;
-                    to.push((k, if threads > 1 { pages / per } else { pages }));
-                }
-            }
-        }
+        // Marked pages this thread uses, per node: private, and its 1/T of the shared ones
+        // (the memory module's split: crate::memory::marked_pages).
+        let crate::memory::MarkedPages {
+            private,
+            shared,
+            total_mb,
+        } = crate::memory::marked_pages(
+            v.thread_pages(pid).map(|p| (p.private, p.shared)),
+            v.pages(tgid),
+            threads,
+            self.cfg.unsized_footprint_mb as f64,
+            f,
+            PAGES_PER_MB,
+        );
         // Who faulted last on a shared page: each thread of the group with weight 1/T.
         let mut last_shared: Vec<(LastAccess, f64)> = Vec::new();
         if threads > 1 {
