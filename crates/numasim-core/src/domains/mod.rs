@@ -433,6 +433,48 @@ pub struct Domains {
 }
 
 impl Domains {
+    /// The walk down `cpu`'s levels that places a new task (2.6.18 `sched_balance_self`, 6.x
+    /// `sched_balance_find_dst_cpu`: the same loop): from level `start`, a level with `flag`
+    /// may `pick(level index, cpu)` a new CPU (the idlest CPU of its idlest group); a new CPU
+    /// goes on from its highest level with `flag` below the picked level's weight, anything
+    /// else one level down. Returns the CPU the walk ends on.
+    pub fn place_down(
+        &self,
+        mut cpu: usize,
+        start: Option<usize>,
+        flag: u32,
+        mut pick: impl FnMut(usize, usize) -> Option<usize>,
+    ) -> usize {
+        let mut sd = start;
+        while let Some(li) = sd {
+            let level = &self.cpus[cpu][li];
+            let child = li.checked_sub(1);
+            if level.params.flags & flag == 0 {
+                sd = child;
+                continue;
+            }
+            let new_cpu = match pick(li, cpu) {
+                Some(c) if c != cpu => c,
+                _ => {
+                    sd = child;
+                    continue;
+                }
+            };
+            let weight = level.weight;
+            cpu = new_cpu;
+            sd = None;
+            for (l2, tmp) in self.cpus[cpu].iter().enumerate() {
+                if weight <= tmp.weight {
+                    break;
+                }
+                if tmp.params.flags & flag != 0 {
+                    sd = Some(l2);
+                }
+            }
+        }
+        cpu
+    }
+
     /// Whether `level` (one of these domains' levels) is load-balanced periodically.
     ///
     /// The 2005-era builders say so with 2.6's `SD_LOAD_BALANCE`, which they set on every level.

@@ -539,38 +539,15 @@ impl Linux26 {
     }
 
     /// `sched_balance_self(cpu, SD_BALANCE_FORK)`.
-    fn balance_self(&self, v: &View<'_>, mut cpu: CpuId, flag: u32) -> CpuId {
-        let levels = |c: CpuId| &v.domains.cpus[c];
-        let mut sd = levels(cpu).iter().rposition(|l| l.params.flags & flag != 0);
-        while let Some(li) = sd {
-            let level = &levels(cpu)[li];
-            let child = li.checked_sub(1);
-            if level.params.flags & flag == 0 {
-                sd = child;
-                continue;
-            }
-            let Some(group) = find_idlest_group(v, level) else {
-                sd = child;
-                continue;
-            };
-            let new_cpu = find_idlest_cpu(v, level, group, cpu);
-            if new_cpu == cpu {
-                sd = child;
-                continue;
-            }
-            cpu = new_cpu;
-            let weight = level.weight;
-            sd = None;
-            for (l2, tmp) in levels(cpu).iter().enumerate() {
-                if weight <= tmp.weight {
-                    break;
-                }
-                if tmp.params.flags & flag != 0 {
-                    sd = Some(l2);
-                }
-            }
-        }
-        cpu
+    fn balance_self(&self, v: &View<'_>, cpu: CpuId, flag: u32) -> CpuId {
+        let start = v.domains.cpus[cpu]
+            .iter()
+            .rposition(|l| l.params.flags & flag != 0);
+        v.domains.place_down(cpu, start, flag, |li, cpu| {
+            let level = &v.domains.cpus[cpu][li];
+            let group = find_idlest_group(v, level)?;
+            Some(find_idlest_cpu(v, level, group, cpu))
+        })
     }
 }
 

@@ -162,43 +162,16 @@ impl Linux {
     }
 
     /// `sched_balance_find_dst_cpu` from the highest contiguous level of `cpu` with `flag`.
-    pub(super) fn find_dst_cpu(&self, v: &View<'_>, mut cpu: CpuId, pid: Pid, flag: u32) -> CpuId {
-        let levels = |c: CpuId| &v.domains.cpus[c];
-        let top = levels(cpu)
+    pub(super) fn find_dst_cpu(&self, v: &View<'_>, cpu: CpuId, pid: Pid, flag: u32) -> CpuId {
+        let top = v.domains.cpus[cpu]
             .iter()
             .take_while(|l| l.params.flags & flag != 0)
             .count();
-        let mut sd = top.checked_sub(1);
-        let mut new_cpu = cpu;
-        while let Some(li) = sd {
-            let level = &levels(cpu)[li];
-            let child = li.checked_sub(1);
-            if level.params.flags & flag == 0 {
-                sd = child;
-                continue;
-            }
-            let Some(g) = self.find_dst_group(v, cpu, li, pid) else {
-                sd = child;
-                continue;
-            };
-            new_cpu = self.find_dst_group_cpu(v, &level.groups[g].span, cpu);
-            if new_cpu == cpu {
-                sd = child;
-                continue;
-            }
-            cpu = new_cpu;
-            let weight = level.weight;
-            sd = None;
-            for (l2, tmp) in levels(cpu).iter().enumerate() {
-                if weight <= tmp.weight {
-                    break;
-                }
-                if tmp.params.flags & flag != 0 {
-                    sd = Some(l2);
-                }
-            }
-        }
-        new_cpu
+        v.domains
+            .place_down(cpu, top.checked_sub(1), flag, |li, cpu| {
+                let g = self.find_dst_group(v, cpu, li, pid)?;
+                Some(self.find_dst_group_cpu(v, &v.domains.cpus[cpu][li].groups[g].span, cpu))
+            })
     }
 
     /// `select_idle_sibling(p, prev, target)` with LLC = the target's node.
