@@ -19,6 +19,8 @@ use numasim_core::testutils::{self, Setup};
 use numasim_core::workload::{Kind, Workload, WorkloadSpec};
 use proptest::prelude::*;
 
+mod common;
+
 const PRIVATE: usize = 1;
 
 fn cpu_workload(demands_ms: &[u64]) -> Workload {
@@ -672,38 +674,12 @@ proptest! {
     }
 }
 
-/// Checks a run as `numasim_core`'s engine properties do: every process completes once, did
-/// its work, its slices add up to its CPU time; no decision refused.
+/// The engine's invariants (`common::sound`: every process completes once and did its work,
+/// slices add up to CPU time, nothing on two CPUs, no decision refused) for a run of `n`
+/// processes.
 fn sound(r: &RunResult, n: usize) -> Result<(), TestCaseError> {
     prop_assert_eq!(r.processes.len(), n);
-    let mut pids: Vec<usize> = r.processes.iter().map(|p| p.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    prop_assert_eq!(pids.len(), n);
-    for q in &r.processes {
-        prop_assert!(
-            (q.work_ms - q.demand_ms).abs() < 1e-6,
-            "pid {} work {} demand {}",
-            q.pid,
-            q.work_ms,
-            q.demand_ms
-        );
-        let slices: f64 = r
-            .trace
-            .iter()
-            .filter(|s| s.pid == q.pid)
-            .map(|s| (s.end_ns - s.start_ns) as f64 / 1e6)
-            .sum();
-        prop_assert!(
-            (slices - q.cpu_ms).abs() < 1e-6,
-            "pid {}: slices {} cpu {}",
-            q.pid,
-            slices,
-            q.cpu_ms
-        );
-    }
-    prop_assert_eq!(r.summary.balance.rejected, 0);
-    Ok(())
+    common::sound(r)
 }
 
 fn run_with_numa(m: &Machine, spec: &str, seed: u64) -> (RunResult, NumaBalancing, usize) {

@@ -1,0 +1,78 @@
+//! Checks shared by the integration tests (each test file that needs them declares `mod common;`).
+
+use numasim_core::engine::RunResult;
+use proptest::prelude::*;
+
+/// What every traced run must satisfy: every process completes exactly once and did all its
+/// work, its slices add up to its CPU time and end when it completes, nothing runs on two CPUs,
+/// no CPU runs two processes, and the engine refused no decision.
+pub fn sound(r: &RunResult) -> Result<(), TestCaseError> {
+    // Every process completes exactly once, and did all its work.
+    prop_assert_eq!(r.processes.len(), r.summary.processes);
+    let mut pids: Vec<usize> = r.processes.iter().map(|p| p.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    prop_assert_eq!(pids.len(), r.processes.len());
+    for p in &r.processes {
+        prop_assert!(
+            (p.work_ms - p.demand_ms).abs() < 1e-6,
+            "pid {}: work {} demand {}",
+            p.pid,
+            p.work_ms,
+            p.demand_ms
+        );
+        prop_assert!(p.completion_ms >= p.arrival_ms + p.demand_ms / 2.0 - 1e-9);
+        prop_assert!(p.first_run_ms >= p.arrival_ms);
+        let slices: f64 = r
+            .trace
+            .iter()
+            .filter(|s| s.pid == p.pid)
+            .map(|s| (s.end_ns - s.start_ns) as f64 / 1e6)
+            .sum();
+        prop_assert!(
+            (slices - p.cpu_ms).abs() < 1e-6,
+            "pid {}: slices {} cpu {}",
+            p.pid,
+            slices,
+            p.cpu_ms
+        );
+        let last = r
+            .trace
+            .iter()
+            .filter(|s| s.pid == p.pid)
+            .map(|s| s.end_ns)
+            .max()
+            .unwrap();
+        prop_assert!(
+            (last as f64 / 1e6 - p.completion_ms).abs() < 1e-9,
+            "ends when it completes"
+        );
+    }
+    // Nothing runs on two CPUs, no CPU runs two processes.
+    let mut by_cpu = r.trace.clone();
+    by_cpu.sort_by_key(|s| (s.cpu, s.start_ns, s.end_ns));
+    for w in by_cpu.windows(2) {
+        if w[0].cpu == w[1].cpu {
+            prop_assert!(
+                w[0].end_ns <= w[1].start_ns,
+                "cpu {} overlap {:?}",
+                w[0].cpu,
+                w
+            );
+        }
+    }
+    let mut by_pid = r.trace.clone();
+    by_pid.sort_by_key(|s| (s.pid, s.start_ns, s.end_ns));
+    for w in by_pid.windows(2) {
+        if w[0].pid == w[1].pid {
+            prop_assert!(
+                w[0].end_ns <= w[1].start_ns,
+                "pid {} on two CPUs {:?}",
+                w[0].pid,
+                w
+            );
+        }
+    }
+    prop_assert_eq!(r.summary.balance.rejected, 0);
+    Ok(())
+}
