@@ -72,19 +72,46 @@ struct SdState {
     last_balance_ns: u64,
     balance_interval_ms: u64,
     nr_balance_failed: u32,
+    /// The interval in ns while idle and while busy (`busy_factor` times longer), rounded up to
+    /// whole ticks as `msecs_to_jiffies` does: computed when `balance_interval_ms` changes,
+    /// not at every tick that asks whether balancing is due.
+    interval_ns: [u64; 2],
 }
 
 impl SdState {
+    fn new(p: &LevelParams, tick_ns: u64) -> Self {
+        let mut st = Self {
+            last_balance_ns: 0,
+            balance_interval_ms: 0,
+            nr_balance_failed: 0,
+            interval_ns: [0; 2],
+        };
+        st.set_interval(p.min_interval_ms.max(1), p, tick_ns);
+        st
+    }
+
+    fn set_interval(&mut self, ms: u64, p: &LevelParams, tick_ns: u64) {
+        self.balance_interval_ms = ms;
+        // msecs_to_jiffies, at least one tick.
+        let ns = |ms: u64| (ms * 1_000_000).div_ceil(tick_ns).max(1) * tick_ns;
+        self.interval_ns = [ns(ms), ns(ms * u64::from(p.busy_factor))];
+    }
+
     /// Balanced (or active balancing began): the interval doubles, up to the level's maximum.
-    fn back_off(&mut self, p: &LevelParams) {
+    fn back_off(&mut self, p: &LevelParams, tick_ns: u64) {
         if self.balance_interval_ms < p.max_interval_ms {
-            self.balance_interval_ms *= 2;
+            self.set_interval(self.balance_interval_ms * 2, p, tick_ns);
         }
     }
 
     /// Tasks moved (or an ordinary failure): the interval returns to the level's minimum.
-    fn reset_interval(&mut self, p: &LevelParams) {
-        self.balance_interval_ms = p.min_interval_ms.max(1);
+    fn reset_interval(&mut self, p: &LevelParams, tick_ns: u64) {
+        self.set_interval(p.min_interval_ms.max(1), p, tick_ns);
+    }
+
+    /// The balancing interval in ns, idle or busy.
+    fn interval(&self, idle: bool) -> u64 {
+        self.interval_ns[usize::from(!idle)]
     }
 }
 
@@ -131,11 +158,7 @@ impl Linux26 {
             .map(|levels| {
                 levels
                     .iter()
-                    .map(|l| SdState {
-                        last_balance_ns: 0,
-                        balance_interval_ms: l.params.min_interval_ms.max(1),
-                        nr_balance_failed: 0,
-                    })
+                    .map(|l| SdState::new(&l.params, ctx.config.tick_ns))
                     .collect()
             })
             .collect();
@@ -171,9 +194,9 @@ impl Linux26 {
     pub fn record_outcome(&mut self, cpu: CpuId, level: usize, params: &LevelParams, moved: bool) {
         let st = &mut self.sd[cpu][level];
         if moved {
-            st.reset_interval(params);
+            st.reset_interval(params, self.tick_ns);
         } else {
-            st.back_off(params);
+            st.back_off(params, self.tick_ns);
         }
     }
 
@@ -185,21 +208,13 @@ impl Linux26 {
         if !view.domains.load_balances(l) {
             return false;
         }
-        let interval = self.interval_ns(l, &self.sd[cpu][level], view.idle(cpu));
-        if view.now < self.sd[cpu][level].last_balance_ns + interval {
+        let st = &mut self.sd[cpu][level];
+        let interval = st.interval(view.idle(cpu));
+        if view.now < st.last_balance_ns + interval {
             return false;
         }
-        self.sd[cpu][level].last_balance_ns += interval;
+        st.last_balance_ns += interval;
         true
-    }
-
-    fn interval_ns(&self, level: &Level, st: &SdState, idle: bool) -> u64 {
-        let mut ms = st.balance_interval_ms;
-        if !idle {
-            ms *= u64::from(level.params.busy_factor);
-        }
-        // msecs_to_jiffies, at least one tick.
-        (ms * 1_000_000).div_ceil(self.tick_ns).max(1) * self.tick_ns
     }
 }
 
@@ -484,7 +499,7 @@ impl Linux26 {
             // out_balanced
             st.nr_balance_failed = 0;
             if idle != IdleType::NewlyIdle {
-                st.back_off(p);
+                st.back_off(p, self.tick_ns);
             }
             return attempt;
         };
@@ -531,9 +546,9 @@ impl Linux26 {
             st.nr_balance_failed = 0;
         }
         if active {
-            st.back_off(p);
+            st.back_off(p, self.tick_ns);
         } else {
-            st.reset_interval(p);
+            st.reset_interval(p, self.tick_ns);
         }
         attempt
     }
@@ -616,7 +631,7 @@ impl Policy for Linux26 {
             .iter()
             .zip(&self.sd[cpu])
             .filter(|(l, _)| view.domains.load_balances(l))
-            .map(|(l, st)| st.last_balance_ns + self.interval_ns(l, st, idle))
+            .map(|(_, st)| st.last_balance_ns + st.interval(idle))
             .min()
     }
 
