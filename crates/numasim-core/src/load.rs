@@ -105,18 +105,16 @@ pub struct GroupLoad {
     pub avg_target: u64,
 }
 
-/// A group's sums at every load index (what is kept; [`GroupLoad`] is one index of it).
+/// What each CPU adds to its groups' sums, at every load index (index 0 the instantaneous load).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct GroupSums {
+pub(crate) struct Totals {
     nr_running: u64,
     raw: u64,
     source: [u64; 4],
     target: [u64; 4],
-    avg_source: [u64; 4],
-    avg_target: [u64; 4],
 }
 
-impl GroupSums {
+impl Totals {
     /// Adds one CPU with `nr` tasks and decayed averages `avg` (`cpu_load[0..3]`).
     pub(crate) fn add(&mut self, nr: usize, avg: [u64; 3]) {
         let raw = NICE_0_LOAD * nr as u64;
@@ -130,7 +128,7 @@ impl GroupSums {
         }
     }
 
-    /// Takes back what [`GroupSums::add`] added for a CPU with `nr` tasks and averages `avg`.
+    /// Takes back what [`Totals::add`] added for a CPU with `nr` tasks and averages `avg`.
     fn remove(&mut self, nr: usize, avg: [u64; 3]) {
         let raw = NICE_0_LOAD * nr as u64;
         self.nr_running -= nr as u64;
@@ -142,22 +140,45 @@ impl GroupSums {
             self.target[i + 1] -= a.max(raw);
         }
     }
+}
 
-    /// Sets the averages of a group of `cpus` CPUs once its CPUs are added.
-    pub(crate) fn finish(&mut self, cpus: usize) {
-        let power = NICE_0_LOAD * cpus as u64;
+/// 2.6.18's `avg_load` of a group of `cpus` CPUs whose loads sum to `sum`: `sum ×
+/// SCHED_LOAD_SCALE / cpu_power` with a power of `SCHED_LOAD_SCALE` per CPU, which is
+/// ⌊sum / cpus⌋ (the same rational, so the same floor): a shift when `cpus` is a power of two,
+/// as the groups of most machines are.
+fn per_cpu(sum: u64, cpus: u64) -> u64 {
+    if cpus.is_power_of_two() {
+        sum >> cpus.trailing_zeros()
+    } else {
+        sum / cpus
+    }
+}
+
+/// A group's sums at every load index and their averages (what is kept; [`GroupLoad`] is one
+/// index of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GroupSums {
+    totals: Totals,
+    avg_source: [u64; 4],
+    avg_target: [u64; 4],
+}
+
+impl GroupSums {
+    /// Sets the averages of a group of `cpus` CPUs from its totals.
+    fn finish(&mut self, cpus: usize) {
+        let cpus = cpus as u64;
         for i in 0..4 {
-            self.avg_source[i] = self.source[i] * NICE_0_LOAD / power;
-            self.avg_target[i] = self.target[i] * NICE_0_LOAD / power;
+            self.avg_source[i] = per_cpu(self.totals.source[i], cpus);
+            self.avg_target[i] = per_cpu(self.totals.target[i], cpus);
         }
     }
 
     fn at(&self, idx: usize) -> GroupLoad {
         GroupLoad {
-            nr_running: self.nr_running,
-            raw: self.raw,
-            source: self.source[idx],
-            target: self.target[idx],
+            nr_running: self.totals.nr_running,
+            raw: self.totals.raw,
+            source: self.totals.source[idx],
+            target: self.totals.target[idx],
             avg_source: self.avg_source[idx],
             avg_target: self.avg_target[idx],
         }
@@ -196,8 +217,8 @@ pub(crate) struct GroupLoads {
 struct Kept {
     /// Per group id: (first tick, last tick they hold for; the sums); none when first > last.
     sums: Vec<(u64, u64, GroupSums)>,
-    /// Per group id: what its settled CPUs contribute (averages not set).
-    settled: Vec<GroupSums>,
+    /// Per group id: what its settled CPUs contribute.
+    settled: Vec<Totals>,
     /// Per group id: its CPUs not known settled, with the epoch they were listed in.
     unsettled: Vec<Vec<(u32, u64)>>,
     /// Per CPU: the task count the sums hold for it.
@@ -221,7 +242,7 @@ impl GroupLoads {
         Self {
             inner: std::cell::RefCell::new(Kept {
                 sums: vec![(1, 0, GroupSums::default()); groups],
-                settled: vec![GroupSums::default(); groups],
+                settled: vec![Totals::default(); groups],
                 unsettled: vec![Vec::new(); groups],
                 nr: vec![0; cpus],
                 in_unsettled: vec![false; cpus],
@@ -266,7 +287,7 @@ impl GroupLoads {
         member_of: &[Vec<u32>],
         read: impl Fn(usize) -> (usize, [u64; 3], bool),
     ) {
-        let mut sums = kept.settled[g];
+        let mut totals = kept.settled[g];
         let mut list = std::mem::take(&mut kept.unsettled[g]);
         list.retain(|&(cpu, epoch)| {
             let c = cpu as usize;
@@ -275,7 +296,7 @@ impl GroupLoads {
             }
             let (nr, avg, settled) = read(c);
             debug_assert_eq!(nr, kept.nr[c], "every runqueue change was reported");
-            sums.add(nr, avg);
+            totals.add(nr, avg);
             if settled {
                 kept.in_unsettled[c] = false;
                 for &h in &member_of[c] {
@@ -286,8 +307,10 @@ impl GroupLoads {
         });
         let all_settled = list.is_empty();
         kept.unsettled[g] = list;
-        sums.finish(self.weights[g]);
-        kept.sums[g] = (tick, if all_settled { u64::MAX } else { tick }, sums);
+        let entry = &mut kept.sums[g];
+        (entry.0, entry.1) = (tick, if all_settled { u64::MAX } else { tick });
+        entry.2.totals = totals;
+        entry.2.finish(self.weights[g]);
     }
 
     /// CPU `cpu`, a member of groups `ids`, now has `nr` tasks; `avg` are its averages at tick
@@ -301,8 +324,8 @@ impl GroupLoads {
         for &id in ids {
             let entry = &mut kept.sums[id as usize];
             if (entry.0..=entry.1).contains(&tick) {
-                entry.2.remove(old, avg);
-                entry.2.add(nr, avg);
+                entry.2.totals.remove(old, avg);
+                entry.2.totals.add(nr, avg);
                 entry.2.finish(self.weights[id as usize]);
                 (entry.0, entry.1) = (tick, tick);
             } else {
