@@ -113,6 +113,8 @@ struct BalanceStats {
 
 struct State<'a> {
     now: u64,
+    /// `now / tick_ns`, the tick whose load averages are read (kept with `now`: [`State::set_now`]).
+    tick: u64,
     seq: u64,
     machine: &'a Machine,
     domains: &'a Domains,
@@ -151,6 +153,12 @@ struct State<'a> {
 const WORK_EPS: f64 = 1e-3;
 
 impl<'a> State<'a> {
+    /// Moves the clock to `now`.
+    fn set_now(&mut self, now: u64) {
+        self.now = now;
+        self.tick = now / self.config.tick_ns;
+    }
+
     fn view(&self) -> View<'_> {
         View {
             now: self.now,
@@ -164,7 +172,7 @@ impl<'a> State<'a> {
             held: &self.held,
             overloaded: &self.overloaded,
             group_loads: &self.group_loads,
-            tick: self.now / self.config.tick_ns,
+            tick: self.tick,
         }
     }
 
@@ -232,7 +240,7 @@ impl<'a> State<'a> {
         let nr = self.cpus[cpu].nr_running();
         self.overloaded.set(cpu, nr >= 2);
         // touch_load caught the averages up to now before the change.
-        let tick = self.now / self.config.tick_ns;
+        let tick = self.tick;
         let avg = self.cpus[cpu].load.get();
         debug_assert!(avg.tick >= tick);
         self.group_loads
@@ -249,7 +257,7 @@ impl<'a> State<'a> {
 
     /// Applies pending ticks to `cpu`'s load averages before its load changes.
     fn touch_load(&mut self, cpu: CpuId) {
-        self.cpus[cpu].load_at(self.now / self.config.tick_ns);
+        self.cpus[cpu].load_at(self.tick);
     }
 
     /// `(L, remote share)` of `pid` running on `cpu` (crate::memory).
@@ -701,6 +709,7 @@ impl<'a> State<'a> {
             .collect();
         State {
             now: 0,
+            tick: 0,
             seq: 0,
             machine,
             domains,
@@ -801,7 +810,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
             ));
         };
         debug_assert!(t >= s.now, "time never goes backwards");
-        s.now = t;
+        s.set_now(t);
         s.events_processed += 1;
         match ev {
             Event::Arrive(pid) => arrive(&mut s, policy, pid),

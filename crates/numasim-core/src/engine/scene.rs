@@ -25,7 +25,7 @@ impl<'a> Scene<'a> {
 
     /// Sets the clock (cache hotness and load averages read it).
     pub fn at(&mut self, now_ns: u64) -> &mut Self {
-        self.0.now = now_ns;
+        self.0.set_now(now_ns);
         self
     }
 
