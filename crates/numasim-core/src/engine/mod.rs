@@ -516,7 +516,7 @@ impl<'a> State<'a> {
         cpu: Option<CpuId>,
         level: usize,
         slot: usize,
-        attempt: Attempt,
+        attempt: &Attempt,
     ) -> Vec<CpuId> {
         let mut touched = Vec::new();
         if let Some(c) = cpu {
@@ -911,14 +911,14 @@ fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId
                 }
                 if s.cpus[cpu].current.is_none() && s.cpus[cpu].queue.is_empty() {
                     if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-                        let received = s.apply(Some(cpu), 0, 3, attempt);
+                        let received = s.apply(Some(cpu), 0, 3, &attempt);
                         wake_receivers(s, policy, &received);
                     }
                 }
             }
             if s.held.contains(&pid) {
                 if let Some(attempt) = policy.process_held(&s.view(), pid) {
-                    let received = s.apply(None, 0, 3, attempt);
+                    let received = s.apply(None, 0, 3, &attempt);
                     wake_receivers(s, policy, &received);
                 }
             }
@@ -1078,7 +1078,7 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         return;
     }
     if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-        let received = s.apply(Some(cpu), 0, 3, attempt);
+        let received = s.apply(Some(cpu), 0, 3, &attempt);
         wake_receivers(s, policy, &received);
     }
     let levels = s.domains.cpus[cpu].len();
@@ -1089,7 +1089,7 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle) else {
             continue;
         };
-        let received = s.apply(Some(cpu), level, 1, attempt);
+        let received = s.apply(Some(cpu), level, 1, &attempt);
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
         if moved {
@@ -1103,7 +1103,7 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 /// The machine-wide callback of user-space balancers; rescheduled while work remains.
 fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
     if let Some(attempt) = policy.global_balance(&s.view()) {
-        let received = s.apply(None, 0, 3, attempt);
+        let received = s.apply(None, 0, 3, &attempt);
         wake_receivers(s, policy, &received);
     }
     s.push(s.now + period, Event::Global);
@@ -1112,7 +1112,7 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     // The tick's per-task work first (counted as "other" balancing work at level 0).
     if let Some(attempt) = policy.tick(&s.view(), cpu) {
-        let received = s.apply(Some(cpu), 0, 3, attempt);
+        let received = s.apply(Some(cpu), 0, 3, &attempt);
         wake_receivers(s, policy, &received);
     }
     let levels = s.domains.cpus[cpu].len();
@@ -1121,11 +1121,11 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             continue;
         };
         let active = attempt.active_from;
-        let received = s.apply(Some(cpu), level, 0, attempt);
+        let received = s.apply(Some(cpu), level, 0, &attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
             if let Some(a) = policy.active_balance(&s.view(), busiest, cpu) {
-                let received = s.apply(Some(busiest), level, 2, a);
+                let received = s.apply(Some(busiest), level, 2, &a);
                 wake_receivers(s, policy, &received);
             }
         }
@@ -1145,7 +1145,7 @@ fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]
         s.dispatch(policy, cpu);
         if s.cpus[cpu].current.is_none() {
             if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-                let received = s.apply(Some(cpu), 0, 3, attempt);
+                let received = s.apply(Some(cpu), 0, 3, &attempt);
                 for c in received {
                     become_busy(s, policy, c);
                 }

@@ -73,7 +73,7 @@ impl<'a> Scene<'a> {
     /// that received processes and how many decisions the engine refused.
     pub fn apply(&mut self, cpu: CpuId, level: usize, attempt: Attempt) -> (Vec<CpuId>, u64) {
         let before = self.0.stats.rejected;
-        let got = self.0.apply(Some(cpu), level, 0, attempt);
+        let got = self.0.apply(Some(cpu), level, 0, &attempt);
         (got, self.0.stats.rejected - before)
     }
 
