@@ -21,6 +21,13 @@
 //!    settled ones (at a fixed point for their task count) contribute a part kept per group
 //!    until one of them changes ([`GroupLoads`]), so at light load a tick costs the CPUs that
 //!    changed recently rather than every CPU of the group.
+//! 5. A group's task count does not depend on the tick, and bounds its averages: every CPU's
+//!    `source_load` is at most its instantaneous load and its `target_load` at least that, so
+//!    `avg_source ≤ ⌊NICE_0_LOAD · nr / cpus⌋ ≤ avg_target` ([`View::group_bound`]). The counts
+//!    are kept per group at every runqueue change; a balancer can rule a level out from them
+//!    without reading (and catching up) the loads of every group.
+//!
+//! [`View::group_bound`]: crate::interface::View::group_bound
 
 /// Load weight of a nice-0 task (`NICE_0_LOAD` / `SCHED_LOAD_SCALE` in 2.6.18).
 pub const NICE_0_LOAD: u64 = 128;
@@ -146,7 +153,7 @@ impl Totals {
 /// SCHED_LOAD_SCALE / cpu_power` with a power of `SCHED_LOAD_SCALE` per CPU, which is
 /// ⌊sum / cpus⌋ (the same rational, so the same floor): a shift when `cpus` is a power of two,
 /// as the groups of most machines are.
-fn per_cpu(sum: u64, cpus: u64) -> u64 {
+pub(crate) fn per_cpu(sum: u64, cpus: u64) -> u64 {
     if cpus.is_power_of_two() {
         sum >> cpus.trailing_zeros()
     } else {
@@ -211,6 +218,9 @@ pub(crate) struct GroupLoads {
     inner: std::cell::RefCell<Kept>,
     /// CPUs per group id (for its averages).
     weights: Vec<usize>,
+    /// Per group id: its tasks (runnable + running) now, kept at every runqueue change. They do
+    /// not depend on the tick, so they bound a group's averages without reading them (step 5).
+    nr_running: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -248,8 +258,15 @@ impl GroupLoads {
                 in_unsettled: vec![false; cpus],
                 epoch: vec![0; cpus],
             }),
+            nr_running: vec![0; groups],
             weights,
         }
+    }
+
+    /// Group `id`'s tasks now (what [`GroupLoads::get`] gives as `nr_running`, at any tick).
+    #[inline]
+    pub(crate) fn nr_running(&self, id: u32) -> u64 {
+        self.nr_running[id as usize]
     }
 
     /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or the settled
@@ -321,6 +338,10 @@ impl GroupLoads {
     pub(crate) fn changed(&mut self, cpu: usize, ids: &[u32], tick: u64, avg: [u64; 3], nr: usize) {
         let kept = self.inner.get_mut();
         let old = std::mem::replace(&mut kept.nr[cpu], nr);
+        for &id in ids {
+            let n = &mut self.nr_running[id as usize];
+            *n = *n - old as u64 + nr as u64;
+        }
         for &id in ids {
             let entry = &mut kept.sums[id as usize];
             if (entry.0..=entry.1).contains(&tick) {

@@ -2,7 +2,8 @@
 //! would give, at every balancing decision of random runs: a checking policy wraps linux26 and
 //! compares, for every group of the level it is asked about, `View::group_load` with the sums of
 //! `View::cpu_load` / `View::raw_load` / `View::nr_running` over the group's CPUs, and
-//! `View::overloaded` with the CPUs that have two tasks or more.
+//! `View::overloaded` with the CPUs that have two tasks or more; and `View::group_bound` with
+//! the group's instantaneous load per CPU, between its two averages.
 
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
@@ -46,6 +47,10 @@ impl Checked {
                 for idx in 0..4 {
                     let (kept, fresh) = (v.group_load(g, idx), scanned(v, g, idx));
                     assert_eq!(kept, fresh, "at {} group {} index {idx}", v.now, g.id);
+                    // The tick-free bound of crate::load, step 5.
+                    let bound = fresh.raw / g.span.len() as u64;
+                    assert_eq!(v.group_bound(g), bound, "at {} group {}", v.now, g.id);
+                    assert!(fresh.avg_source <= bound && bound <= fresh.avg_target);
                 }
                 self.checks += 1;
             }

@@ -112,6 +112,16 @@ impl View<'_> {
             })
     }
 
+    /// ⌊`NICE_0_LOAD` × the group's tasks / its CPUs⌋: its average instantaneous load, which
+    /// bounds its averages at every load index, `avg_source ≤ bound ≤ avg_target` (each CPU's
+    /// `source_load` is at most its instantaneous load, its `target_load` at least that). It
+    /// depends on the tasks only, not on the tick, and costs no load read (crate::load, step 5).
+    #[inline]
+    pub fn group_bound(&self, group: &Group) -> u64 {
+        let nr = self.group_loads.nr_running(group.id);
+        crate::load::per_cpu(NICE_0_LOAD * nr, group.weight as u64)
+    }
+
     /// `pid`'s PELT signals now (all zero unless the policy asked for them:
     /// [`Policy::tracks_pelt`](super::Policy::tracks_pelt)).
     pub fn task_pelt(&self, pid: Pid) -> PeltAvg {

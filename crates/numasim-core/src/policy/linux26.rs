@@ -230,6 +230,32 @@ fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize,
     if v.overloaded().is_disjoint(&level.reach) {
         return None;
     }
+    // The busiest group's max_load is its avg_source, at most its bound (View::group_bound).
+    // When no other group's bound exceeds this group's load by imbalance_pct, the scan ends in
+    // "balanced" (`100 * max_load <= imbalance_pct * this_load`, or an earlier test): so say
+    // it without reading every group's loads.
+    if let Some(local) = level.groups.iter().find(|g| g.local) {
+        let this_load = v.group_load(local, idx).avg_target;
+        let pct = u64::from(level.params.imbalance_pct);
+        let balanced = level
+            .groups
+            .iter()
+            .filter(|g| !g.local)
+            .all(|g| 100 * v.group_bound(g) <= pct * this_load);
+        if balanced {
+            debug_assert_eq!(
+                scan_busiest_group(v, level, idx),
+                None,
+                "the bound is exact"
+            );
+            return None;
+        }
+    }
+    scan_busiest_group(v, level, idx)
+}
+
+/// `find_busiest_group`'s scan of every group of the level.
+fn scan_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize, u64)> {
     let (mut max_load, mut this_load, mut total_load, mut total_pwr) = (0u64, 0u64, 0u64, 0u64);
     let mut busiest = None;
     let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
@@ -570,6 +596,26 @@ impl Linux26 {
 fn find_idlest_group(v: &View<'_>, level: &Level) -> Option<usize> {
     let idx = level.params.load_idx.forkexec;
     let imbalance = 100 + (u64::from(level.params.imbalance_pct) - 100) / 2;
+    // The idlest group's min_load is its avg_target, at least its bound (View::group_bound).
+    // When every other group's bound is too high for the margin, the scan ends in "stay here"
+    // (`100 * this_load < imbalance * min_load`): so say it without reading their loads.
+    if let Some(local) = level.groups.iter().find(|g| g.local) {
+        let this_load = v.group_load(local, idx).avg_source;
+        let stay = level
+            .groups
+            .iter()
+            .filter(|g| !g.local)
+            .all(|g| 100 * this_load < imbalance * v.group_bound(g));
+        if stay {
+            debug_assert_eq!(scan_idlest_group(v, level, idx, imbalance), None, "exact");
+            return None;
+        }
+    }
+    scan_idlest_group(v, level, idx, imbalance)
+}
+
+/// `find_idlest_group`'s scan of every group of the level.
+fn scan_idlest_group(v: &View<'_>, level: &Level, idx: usize, imbalance: u64) -> Option<usize> {
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
     for (gi, g) in level.groups.iter().enumerate() {
