@@ -43,7 +43,7 @@ impl Checked {
             assert_eq!(v.overloaded().contains(c), v.nr_running(c) >= 2, "cpu {c}");
         }
         for l in &v.domains.cpus[cpu] {
-            for g in &l.groups {
+            for g in l.groups.iter() {
                 for idx in 0..4 {
                     let (kept, fresh) = (v.group_load(g, idx), scanned(v, g, idx));
                     assert_eq!(kept, fresh, "at {} group {} index {idx}", v.now, g.id);

@@ -58,7 +58,7 @@ proptest! {
                     prop_assert!(!l.groups.is_empty(), "{} cpu {} level {}: no group", b, cpu, k);
                     prop_assert!(l.groups[0].span.contains(cpu), "{} cpu {} level {}: own group first", b, cpu, k);
                     let mut union = (*l.groups[0].span).clone();
-                    for g in &l.groups {
+                    for g in l.groups.iter() {
                         prop_assert!(g.span.is_subset(&l.span), "{} cpu {} level {}: group outside span", b, cpu, k);
                         prop_assert!(!g.balance_mask.is_empty());
                         prop_assert!(g.balance_mask.is_subset(&g.span));

@@ -234,8 +234,10 @@ impl PartialEq for Group {
 pub struct Level {
     pub name: String,
     pub span: Arc<CpuSet>,
-    /// Groups in the kernel's order, starting with the one that holds the CPU.
-    pub groups: Vec<Group>,
+    /// Groups in the kernel's order, starting with the one that holds the CPU. The CPUs whose
+    /// levels list the same groups with the same local one share one list (as the kernel's
+    /// CPUs share their `sched_group`s): a scan of a big level reads memory other CPUs read.
+    pub groups: Arc<[Group]>,
     pub params: LevelParams,
     /// The CPUs of its groups: its span, or more where overlapping NUMA groups reach beyond
     /// it (a balancer that sees none of these CPUs overloaded has nothing to look at).
@@ -255,7 +257,7 @@ impl Level {
             name,
             weight: span.len(),
             span: Arc::new(span),
-            groups,
+            groups: groups.into(),
             params,
             reach: Arc::new(reach),
         }
@@ -276,6 +278,8 @@ pub(crate) struct Interner {
     groups: rustc_hash::FxHashMap<(usize, usize), u32>,
     /// Span of each group id.
     spans: Vec<Arc<CpuSet>>,
+    /// Group lists by their (id, local) sequence.
+    lists: rustc_hash::FxHashMap<Vec<(u32, bool)>, Arc<[Group]>>,
 }
 
 impl Interner {
@@ -292,7 +296,8 @@ impl Interner {
         for l in &mut chain {
             l.span = self.set(&l.span);
             l.reach = self.set(&l.reach);
-            for g in &mut l.groups {
+            let mut groups = l.groups.to_vec();
+            for g in &mut groups {
                 g.span = self.set(&g.span);
                 g.balance_mask = self.set(&g.balance_mask);
                 g.local = g.span.contains(cpu);
@@ -306,6 +311,12 @@ impl Interner {
                     self.spans.push(g.span.clone());
                 }
             }
+            let key: Vec<(u32, bool)> = groups.iter().map(|g| (g.id, g.local)).collect();
+            l.groups = self
+                .lists
+                .entry(key)
+                .or_insert_with(|| groups.into())
+                .clone();
         }
         chain
     }
