@@ -50,6 +50,7 @@ impl Checked {
                     // The tick-free bound of crate::load, step 5.
                     let bound = fresh.raw / g.span.len() as u64;
                     assert_eq!(v.group_bound(g), bound, "at {} group {}", v.now, g.id);
+                    assert_eq!(v.group_nr_running(g), fresh.nr_running);
                     assert!(fresh.avg_source <= bound && bound <= fresh.avg_target);
                 }
                 self.checks += 1;

@@ -118,8 +118,15 @@ impl View<'_> {
     /// depends on the tasks only, not on the tick, and costs no load read (crate::load, step 5).
     #[inline]
     pub fn group_bound(&self, group: &Group) -> u64 {
-        let nr = self.group_loads.nr_running(group.id);
+        let nr = self.group_nr_running(group);
         crate::load::per_cpu(NICE_0_LOAD * nr, group.weight as u64)
+    }
+
+    /// The group's tasks (runnable + running) now: `group_load(..).nr_running` without reading
+    /// loads (crate::load, step 5).
+    #[inline]
+    pub fn group_nr_running(&self, group: &Group) -> u64 {
+        self.group_loads.nr_running(group.id)
     }
 
     /// `pid`'s PELT signals now (all zero unless the policy asked for them:

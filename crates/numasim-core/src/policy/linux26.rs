@@ -244,58 +244,78 @@ fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize,
             .all(|g| 100 * v.group_bound(g) <= pct * this_load);
         if balanced {
             debug_assert_eq!(
-                scan_busiest_group(v, level, idx),
+                scan_busiest_group(v, level, idx, true),
                 None,
                 "the bound is exact"
             );
             return None;
         }
     }
-    scan_busiest_group(v, level, idx)
+    let found = scan_busiest_group(v, level, idx, false);
+    debug_assert_eq!(
+        found,
+        scan_busiest_group(v, level, idx, true),
+        "skips are exact"
+    );
+    found
 }
 
-/// `find_busiest_group`'s scan of every group of the level.
-fn scan_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize, u64)> {
-    let (mut max_load, mut this_load, mut total_load, mut total_pwr) = (0u64, 0u64, 0u64, 0u64);
+/// `find_busiest_group`'s scan of the level's groups. A group that cannot be the busiest — no
+/// more tasks than CPUs, or a bound (View::group_bound) no higher than the busiest load found
+/// so far — is not read, and the level's average, which every group's loads make, is read only
+/// when the busiest group found leaves it to decide. `read_all` reads every group first, as the
+/// kernel does (debug builds check that both give the same answer).
+fn scan_busiest_group(
+    v: &View<'_>,
+    level: &Level,
+    idx: usize,
+    read_all: bool,
+) -> Option<(usize, u64)> {
+    let (mut max_load, mut this_load) = (0u64, 0u64);
     let mut busiest = None;
     let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
     let (mut this_nr, mut busiest_nr) = (0u64, 0u64);
     let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
     for (gi, g) in level.groups.iter().enumerate() {
-        let local = g.local;
-        // Sums of target_load (this group) or source_load (the others) over the group's CPUs,
-        // and their averages (load_sum × SCALE / power).
-        let sums = v.group_load(g, idx);
-        let (load_sum, avg) = if local {
-            (sums.target, sums.avg_target)
-        } else {
-            (sums.source, sums.avg_source)
-        };
-        let (nr, weighted) = (sums.nr_running, sums.raw);
         let pwr = power(g.weight);
-        total_load += load_sum;
-        total_pwr += pwr;
         let capacity = pwr / SCALE;
-        if local {
-            this_load = avg;
+        if g.local {
+            // Sums of target_load over this group's CPUs, and their average (× SCALE / power).
+            let sums = v.group_load(g, idx);
+            this_load = sums.avg_target;
             this_pwr = pwr;
-            this_nr = nr;
-            this_lpt = weighted;
-        } else if avg > max_load && nr > capacity {
-            max_load = avg;
+            this_nr = sums.nr_running;
+            this_lpt = sums.raw;
+            continue;
+        }
+        if !read_all && (v.group_nr_running(g) <= capacity || v.group_bound(g) <= max_load) {
+            continue; // its avg_source is at most its bound: it cannot be the busiest
+        }
+        // Sums of source_load over another group's CPUs, and their average.
+        let sums = v.group_load(g, idx);
+        if sums.avg_source > max_load && sums.nr_running > capacity {
+            max_load = sums.avg_source;
             busiest = Some(gi);
             busiest_pwr = pwr;
-            busiest_nr = nr;
-            busiest_lpt = weighted;
+            busiest_nr = sums.nr_running;
+            busiest_lpt = sums.raw;
         }
     }
     let busiest = busiest?;
     if this_load >= max_load || busiest_nr == 0 {
         return None;
     }
+    if 100 * max_load <= u64::from(level.params.imbalance_pct) * this_load {
+        return None;
+    }
+    // The level's average: target_load summed over this group, source_load over the others.
+    let (total_load, total_pwr) = level.groups.iter().fold((0, 0), |(load, pwr), g| {
+        let sums = v.group_load(g, idx);
+        let sum = if g.local { sums.target } else { sums.source };
+        (load + sum, pwr + power(g.weight))
+    });
     let avg_load = SCALE * total_load / total_pwr;
-    if this_load >= avg_load || 100 * max_load <= u64::from(level.params.imbalance_pct) * this_load
-    {
+    if this_load >= avg_load {
         return None;
     }
     busiest_lpt /= busiest_nr;
@@ -607,19 +627,40 @@ fn find_idlest_group(v: &View<'_>, level: &Level) -> Option<usize> {
             .filter(|g| !g.local)
             .all(|g| 100 * this_load < imbalance * v.group_bound(g));
         if stay {
-            debug_assert_eq!(scan_idlest_group(v, level, idx, imbalance), None, "exact");
+            debug_assert_eq!(
+                scan_idlest_group(v, level, idx, imbalance, true),
+                None,
+                "exact"
+            );
             return None;
         }
     }
-    scan_idlest_group(v, level, idx, imbalance)
+    let found = scan_idlest_group(v, level, idx, imbalance, false);
+    debug_assert_eq!(
+        found,
+        scan_idlest_group(v, level, idx, imbalance, true),
+        "exact"
+    );
+    found
 }
 
-/// `find_idlest_group`'s scan of every group of the level.
-fn scan_idlest_group(v: &View<'_>, level: &Level, idx: usize, imbalance: u64) -> Option<usize> {
+/// `find_idlest_group`'s scan of the level's groups. A group whose bound (View::group_bound)
+/// is no lower than the least load found so far cannot be the idlest and is not read;
+/// `read_all` reads every group, as the kernel does (debug builds check both agree).
+fn scan_idlest_group(
+    v: &View<'_>,
+    level: &Level,
+    idx: usize,
+    imbalance: u64,
+    read_all: bool,
+) -> Option<usize> {
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
     for (gi, g) in level.groups.iter().enumerate() {
         let local = g.local;
+        if !local && !read_all && v.group_bound(g) >= min_load {
+            continue; // its avg_target is at least its bound: it cannot be the idlest
+        }
         let sums = v.group_load(g, idx);
         let avg = if local {
             sums.avg_source
