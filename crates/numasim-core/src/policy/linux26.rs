@@ -76,15 +76,23 @@ struct SdState {
     /// whole ticks as `msecs_to_jiffies` does: computed when `balance_interval_ms` changes,
     /// not at every tick that asks whether balancing is due.
     interval_ns: [u64; 2],
+    /// Whether the level balances at all (`SD_LOAD_BALANCE`, `Domains::load_balances`) and
+    /// newly idle (`SD_BALANCE_NEWIDLE`): fixed, kept here so that a tick asking whether a
+    /// level is due reads this CPU's own state only, not the level.
+    balances: bool,
+    newidle: bool,
 }
 
 impl SdState {
-    fn new(p: &LevelParams, tick_ns: u64) -> Self {
+    fn new(l: &Level, balances: bool, tick_ns: u64) -> Self {
+        let p = &l.params;
         let mut st = Self {
             last_balance_ns: 0,
             balance_interval_ms: 0,
             nr_balance_failed: 0,
             interval_ns: [0; 2],
+            balances,
+            newidle: p.flags & sd::BALANCE_NEWIDLE != 0,
         };
         st.set_interval(p.min_interval_ms.max(1), p, tick_ns);
         st
@@ -158,7 +166,7 @@ impl Linux26 {
             .map(|levels| {
                 levels
                     .iter()
-                    .map(|l| SdState::new(&l.params, ctx.config.tick_ns))
+                    .map(|l| SdState::new(l, ctx.domains.load_balances(l), ctx.config.tick_ns))
                     .collect()
             })
             .collect();
@@ -204,11 +212,10 @@ impl Linux26 {
     /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
     /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
-        let l = &view.domains.cpus[cpu][level];
-        if !view.domains.load_balances(l) {
+        let st = &mut self.sd[cpu][level];
+        if !st.balances {
             return false;
         }
-        let st = &mut self.sd[cpu][level];
         let interval = st.interval(view.idle(cpu));
         if view.now < st.last_balance_ns + interval {
             return false;
@@ -714,11 +721,10 @@ impl Policy for Linux26 {
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
         let idle = view.idle(cpu);
-        view.domains.cpus[cpu]
+        self.sd[cpu]
             .iter()
-            .zip(&self.sd[cpu])
-            .filter(|(l, _)| view.domains.load_balances(l))
-            .map(|(_, st)| st.last_balance_ns + st.interval(idle))
+            .filter(|st| st.balances)
+            .map(|st| st.last_balance_ns + st.interval(idle))
             .min()
     }
 
@@ -729,13 +735,13 @@ impl Policy for Linux26 {
         level: usize,
         kind: BalanceKind,
     ) -> Option<Attempt> {
-        let l = &view.domains.cpus[cpu][level];
-        if !view.domains.load_balances(l) {
+        let st = &self.sd[cpu][level];
+        if !st.balances {
             return None;
         }
         match kind {
             BalanceKind::NewIdle => {
-                if l.params.flags & sd::BALANCE_NEWIDLE == 0 {
+                if !st.newidle {
                     return None;
                 }
                 Some(self.load_balance(view, cpu, level, IdleType::NewlyIdle))
