@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!   arrivals: pids by arrival time, read in order (first among events at the same instant)
-//!   events: BinaryHeap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
+//!   events: 4-ary heap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
 //!   cpu c:  current ── running, progress accounted up to acct_ns
 //!           queue   ── runnable, front runs next (round robin: the policy's slice or timeslice_ns)
@@ -28,7 +28,9 @@
 //!    0.2 µs per task examined and 5 µs per migration (all configurable).
 //! 5. The run ends when every process has completed; metrics are gathered from the states.
 //!
-//! Determinism: one event order (time, then insertion sequence), ordered containers, each
+//! Determinism: one event order (time, then insertion sequence: keys are unique, so any correct
+//! priority queue pops the same sequence; a 4-ary heap, whose pops touch half the levels of a
+//! binary one, is the faster on big machines), ordered containers, each
 //! process's own RNG for its bursts and waits. Known limits: no priorities or preemption on
 //! wake-up (every process is nice 0); time advances in integer ns, work in f64 ns.
 
@@ -36,9 +38,9 @@ pub mod metrics;
 #[cfg(feature = "testutils")]
 pub mod scene;
 
+use dary_heap::QuaternaryHeap;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
@@ -120,7 +122,7 @@ struct State<'a> {
     domains: &'a Domains,
     config: &'a EngineConfig,
     workload: &'a Workload,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    events: QuaternaryHeap<Reverse<(u64, u64, Event)>>,
     cpus: Vec<CpuState>,
     procs: Vec<ProcState>,
     groups: Vec<GroupState>,
@@ -715,7 +717,7 @@ impl<'a> State<'a> {
             domains,
             config,
             workload,
-            events: BinaryHeap::new(),
+            events: QuaternaryHeap::new(),
             cpus: vec![CpuState::default(); machine.cpus()],
             procs,
             groups,
