@@ -218,9 +218,10 @@ pub(crate) struct GroupLoads {
     inner: std::cell::RefCell<Kept>,
     /// CPUs per group id (for its averages).
     weights: Vec<usize>,
-    /// Per group id: its tasks (runnable + running) now, kept at every runqueue change. They do
-    /// not depend on the tick, so they bound a group's averages without reading them (step 5).
-    nr_running: Vec<u64>,
+    /// Per group id: its tasks (runnable + running) now, and ⌊NICE_0_LOAD × tasks / CPUs⌋,
+    /// kept at every runqueue change. They do not depend on the tick, and the second bounds
+    /// the group's averages without reading them (step 5).
+    nr_running: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -258,7 +259,7 @@ impl GroupLoads {
                 in_unsettled: vec![false; cpus],
                 epoch: vec![0; cpus],
             }),
-            nr_running: vec![0; groups],
+            nr_running: vec![(0, 0); groups],
             weights,
         }
     }
@@ -266,7 +267,13 @@ impl GroupLoads {
     /// Group `id`'s tasks now (what [`GroupLoads::get`] gives as `nr_running`, at any tick).
     #[inline]
     pub(crate) fn nr_running(&self, id: u32) -> u64 {
-        self.nr_running[id as usize]
+        self.nr_running[id as usize].0
+    }
+
+    /// ⌊`NICE_0_LOAD` × group `id`'s tasks / its CPUs⌋, which bounds its averages (step 5).
+    #[inline]
+    pub(crate) fn bound(&self, id: u32) -> u64 {
+        self.nr_running[id as usize].1
     }
 
     /// The sums of group `id` at tick `tick` and load index `idx`: kept ones, or the settled
@@ -339,8 +346,9 @@ impl GroupLoads {
         let kept = self.inner.get_mut();
         let old = std::mem::replace(&mut kept.nr[cpu], nr);
         for &id in ids {
-            let n = &mut self.nr_running[id as usize];
+            let (n, bound) = &mut self.nr_running[id as usize];
             *n = *n - old as u64 + nr as u64;
+            *bound = per_cpu(NICE_0_LOAD * *n, self.weights[id as usize] as u64);
         }
         for &id in ids {
             let entry = &mut kept.sums[id as usize];

@@ -118,8 +118,7 @@ impl View<'_> {
     /// depends on the tasks only, not on the tick, and costs no load read (crate::load, step 5).
     #[inline]
     pub fn group_bound(&self, group: &Group) -> u64 {
-        let nr = self.group_nr_running(group);
-        crate::load::per_cpu(NICE_0_LOAD * nr, group.weight as u64)
+        self.group_loads.bound(group.id)
     }
 
     /// The group's tasks (runnable + running) now: `group_load(..).nr_running` without reading
