@@ -241,14 +241,19 @@ fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize,
     // When no other group's bound exceeds this group's load by imbalance_pct, the scan ends in
     // "balanced" (`100 * max_load <= imbalance_pct * this_load`, or an earlier test): so say
     // it without reading every group's loads.
+    // this_load, the local group's avg_target, is at least its own bound: try that first,
+    // which reads no load at all, then the load itself.
     if let Some(local) = level.groups.iter().find(|g| g.local) {
-        let this_load = v.group_load(local, idx).avg_target;
         let pct = u64::from(level.params.imbalance_pct);
-        let balanced = level
+        let max_bound = level
             .groups
             .iter()
             .filter(|g| !g.local)
-            .all(|g| 100 * v.group_bound(g) <= pct * this_load);
+            .map(|g| v.group_bound(g))
+            .max()
+            .unwrap_or(0);
+        let balanced = 100 * max_bound <= pct * v.group_bound(local)
+            || 100 * max_bound <= pct * v.group_load(local, idx).avg_target;
         if balanced {
             debug_assert_eq!(
                 scan_busiest_group(v, level, idx, true),
