@@ -38,6 +38,15 @@
 //! How it reads the loads (results as a CPU-by-CPU scan; crate::load): group sums come from
 //! `View::group_load`, kept per group within a tick; a level none of whose CPUs has two tasks
 //! has no busiest group (`View::overloaded`), so `find_busiest_group` returns without a scan.
+//! Each group's averages lie on either side of its instantaneous load per CPU
+//! (`View::group_bound`, from task counts, no tick): `find_busiest_group` calls a level balanced
+//! when no other group's bound clears this one's load by `imbalance_pct`, and
+//! `find_idlest_group` stays when every other group's bound is above the margin, both without
+//! reading the other groups; the scans skip a group whose bound shows it cannot win (not the
+//! busiest: no more tasks than CPUs or a bound no higher than the busiest so far; not the
+//! idlest: a bound no lower than the least load so far), and read the level's average only
+//! when it decides. Each is the answer of reading everything (debug builds check every call
+//! against that).
 //!
 //! Choices where the model is coarser than the kernel (documented in docs/policies/linux26.md):
 //! one priority array (no expired array, no interactivity bonus, no preemption on wake-up); a
