@@ -76,19 +76,12 @@ impl PlaceScope {
                     format!("unknown capability-aware option '{key}'; the option is place"),
                 ));
             }
-            scope = match value {
-                "machine" => Self::Machine,
-                "domain" => Self::Domain,
-                "node" => Self::Node,
-                _ => {
-                    return Err(InputError::new(
-                        origin,
-                        format!(
-                            "capability-aware option 'place' must be machine, domain or node, not '{value}'"
-                        ),
-                    ))
-                }
-            };
+            let choices = [
+                ("machine", Self::Machine),
+                ("domain", Self::Domain),
+                ("node", Self::Node),
+            ];
+            scope = super::option_choice(origin, "capability-aware", key, value, &choices)?;
         }
         Ok(scope)
     }

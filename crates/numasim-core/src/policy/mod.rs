@@ -172,6 +172,31 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
     (name.trim(), pairs)
 }
 
+/// The value a policy option takes from its word: `choices` maps each accepted word to it; any
+/// other word is refused naming them all (`{policy} option '{key}' must be a, b or c, not 'x'`).
+/// `origin` names the setting in the error.
+pub(crate) fn option_choice<T: Copy>(
+    origin: &str,
+    policy: &str,
+    key: &str,
+    value: &str,
+    choices: &[(&str, T)],
+) -> Result<T, InputError> {
+    if let Some(&(_, v)) = choices.iter().find(|(word, _)| *word == value) {
+        return Ok(v);
+    }
+    let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
+    let listed = match words.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(InputError::new(
+        origin,
+        format!("{policy} option '{key}' must be {listed}, not '{value}'"),
+    ))
+}
+
 /// A parsed policy setting, ready to build.
 enum Spec {
     Linux26,
@@ -251,4 +276,33 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         }
         Spec::Space(name) => Box::new(space::by_name(name, ctx)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_option_word_outside_its_choices_is_refused_naming_them() {
+        let two = [("leave", true), ("move", false)];
+        assert!(!option_choice("--policy", "origin-aware", "nearest", "move", &two).unwrap());
+        let err = option_choice("--policy", "origin-aware", "nearest", "stay", &two).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--policy: origin-aware option 'nearest' must be leave or move, not 'stay'"
+        );
+        let three = [("machine", 0), ("domain", 1), ("node", 2)];
+        assert_eq!(option_choice("o", "p", "place", "node", &three).unwrap(), 2);
+        let err = option_choice("o", "p", "place", "rack", &three).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "o: p option 'place' must be machine, domain or node, not 'rack'"
+        );
+        // The refusal of a whole setting names the file or flag, the policy, option and word.
+        let err = validate("--policy", "origin-aware:nearest=stay").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--policy: origin-aware option 'nearest' must be leave or move, not 'stay'"
+        );
+    }
 }

@@ -99,18 +99,9 @@ impl Options {
                         })?;
                 }
                 "nearest" => {
-                    o.leave_nearest = match value {
-                        "leave" => true,
-                        "move" => false,
-                        _ => {
-                            return Err(InputError::new(
-                                origin,
-                                format!(
-                                    "origin-aware option 'nearest' must be leave or move, not '{value}'"
-                                ),
-                            ))
-                        }
-                    }
+                    let choices = [("leave", true), ("move", false)];
+                    o.leave_nearest =
+                        super::option_choice(origin, "origin-aware", key, value, &choices)?;
                 }
                 _ => {
                     return Err(InputError::new(

@@ -189,18 +189,9 @@ impl Options {
                 "slice-us" => o.base_slice_us = positive()?,
                 "nr-migrate" => o.nr_migrate = positive()? as usize,
                 "numa_balancing" => {
-                    o.numa_balancing = Some(match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => {
-                            return Err(InputError::new(
-                                origin,
-                                format!(
-                                    "linux option 'numa_balancing' must be on or off, not '{value}'"
-                                ),
-                            ))
-                        }
-                    })
+                    let on_off = [("on", true), ("off", false)];
+                    o.numa_balancing =
+                        Some(super::option_choice(origin, "linux", key, value, &on_off)?);
                 }
                 _ => {
                     return Err(InputError::new(
