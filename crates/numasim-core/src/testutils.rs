@@ -94,6 +94,15 @@ impl Setup {
         }
     }
 
+    /// `m` with `builder`'s domains and the workload `spec` generates with `seed`.
+    pub fn from_spec(m: Machine, builder: crate::Builder, spec: &str, seed: u64) -> Self {
+        let w = crate::workload::WorkloadSpec::parse("w", spec)
+            .expect("a valid workload spec")
+            .generate("w", seed, m.node_cpu_lists())
+            .expect("a workload this machine can run");
+        Self::new(m, builder, w)
+    }
+
     /// What a policy is built from.
     pub fn ctx(&self) -> crate::interface::PolicyContext<'_> {
         crate::interface::PolicyContext {

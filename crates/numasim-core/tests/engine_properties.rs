@@ -47,17 +47,10 @@ fn run_assuming(
     trace: bool,
     assume: &str,
 ) -> RunResult {
-    let d = b.build(m, &BuildOptions::default());
-    let config = EngineConfig {
-        record_trace: trace,
-        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
-        ..EngineConfig::default()
-    };
-    let w = WorkloadSpec::parse("w", spec)
-        .unwrap()
-        .generate("w", seed, m.node_cpu_lists())
-        .unwrap();
-    numasim_core::run_policy(m, &d, &w, policy, &config).unwrap()
+    let mut s = testutils::Setup::from_spec(m.clone(), b, spec, seed);
+    s.config.record_trace = trace;
+    s.config.assumptions = numasim_core::assumptions::Assumptions::parse("test", assume).unwrap();
+    numasim_core::run_policy(&s.m, &s.d, &s.w, policy, &s.config).unwrap()
 }
 
 fn machine() -> impl Strategy<Value = Machine> {

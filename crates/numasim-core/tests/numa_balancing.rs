@@ -4,8 +4,7 @@
 //! / `task_numa_compare` (move to an idle CPU, swap, `SMALLIMP`, `adjust_numa_imbalance`) — a
 //! small end-to-end run, and the engine's invariants with NUMA balancing on random runs.
 
-use numasim_core::config::EngineConfig;
-use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::domains::Builder;
 use numasim_core::engine::RunResult;
 use numasim_core::interface::{
     Attempt, BalanceKind, MigrationKind, Move, Pid, Policy, PolicyContext, View,
@@ -701,24 +700,12 @@ fn run_with_numa_on(
     spec: &str,
     seed: u64,
 ) -> (RunResult, NumaBalancing, usize) {
-    let d = b.build(m, &BuildOptions::default());
-    let config = EngineConfig {
-        record_trace: true,
-        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
-        ..EngineConfig::default()
-    };
-    let w = WorkloadSpec::parse("w", spec)
-        .unwrap()
-        .generate("w", seed, m.node_cpu_lists())
-        .unwrap();
-    let ctx = PolicyContext {
-        machine: m,
-        domains: &d,
-        config: &config,
-    };
-    let mut p = WithNuma::new(&ctx);
-    let r = numasim_core::engine::run(m, &d, &w, &mut p, &config).unwrap();
-    (r, p.numa, w.processes.len())
+    let mut s = Setup::from_spec(m.clone(), b, spec, seed);
+    s.config.record_trace = true;
+    s.config.assumptions = numasim_core::assumptions::Assumptions::parse("test", assume).unwrap();
+    let mut p = WithNuma::new(&s.ctx());
+    let r = numasim_core::engine::run(&s.m, &s.d, &s.w, &mut p, &s.config).unwrap();
+    (r, p.numa, s.w.processes.len())
 }
 
 #[test]
