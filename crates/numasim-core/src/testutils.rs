@@ -73,6 +73,17 @@ pub fn process(pid: u32, kind: crate::workload::Kind, demand_ms: u64) -> crate::
     }
 }
 
+/// A workload of [`process`]es of one kind, pids 0, 1, … with these demands.
+pub fn workload(kind: crate::workload::Kind, demands_ms: &[u64]) -> crate::workload::Workload {
+    crate::workload::Workload {
+        processes: (0u32..)
+            .zip(demands_ms)
+            .map(|(pid, &d)| process(pid, kind, d))
+            .collect(),
+        apps: Vec::new(),
+    }
+}
+
 /// A machine with its domains, a workload and the default engine config: what the policy
 /// tests build policies and hand-made states ([`Scene`](crate::engine::scene::Scene)) from.
 pub struct Setup {

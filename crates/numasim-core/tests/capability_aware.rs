@@ -219,12 +219,7 @@ fn the_place_option_sets_the_scope_of_a_least_loaded_core() {
     // Two nodes of two equal cores, two-level domains. Node 0: CPU 0 runs 2, CPU 1 runs 1
     // (load 3/2); node 1: CPU 2 idle, CPU 3 runs 4 (load 4/2). P7 is placed.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
-    let w = Workload {
-        apps: Vec::new(),
-        processes: (0..8)
-            .map(|p| testutils::process(p, Kind::Cpu, 200))
-            .collect(),
-    };
+    let w = testutils::workload(Kind::Cpu, &[200; 8]);
     let s = Setup::new(m, Builder::TwoLevel, w);
     let mut sc = s.scene();
     for (pid, cpu) in [(0, 0), (1, 0), (2, 1), (3, 3), (4, 3), (5, 3), (6, 3)] {

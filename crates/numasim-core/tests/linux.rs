@@ -13,7 +13,7 @@ use numasim_core::policy::linux::{
     IdleType, ImbalanceEnv, Linux, MigrationType, Options, SgStats,
 };
 use numasim_core::testutils::{self, Setup};
-use numasim_core::workload::{Kind, Workload, WorkloadSpec};
+use numasim_core::workload::{Kind, WorkloadSpec};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
@@ -233,12 +233,7 @@ fn sibling_imbalance_between_groups_of_different_sizes() {
 /// domains: imb_numa_nr = max(1, 16 >> 3) = 2 at the NUMA level.
 fn two_nodes_16(n: usize) -> Setup {
     let m = testutils::machine(&testutils::two_level_table(2, 20), 16);
-    let w = Workload {
-        processes: (0..n as u32)
-            .map(|p| testutils::process(p, Kind::Cpu, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Cpu, &vec![100; n]);
     Setup::new(m, Builder::Linux, w)
 }
 
@@ -263,12 +258,7 @@ fn fork_placement_with_imb_numa_nr_one_spreads_at_the_second_task() {
     // Nodes of 4 CPUs: imb_numa_nr = max(1, 4 >> 3) = 1. One task on node 0: the destination
     // would run 2 > 1 → the idle-CPU difference |3 − 4| = 1 is not forgiven → node 1 (CPU 4).
     let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
-    let w = Workload {
-        processes: (0..3)
-            .map(|p| testutils::process(p, Kind::Cpu, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Cpu, &[100; 3]);
     let s = Setup::new(m, Builder::Linux, w);
     let mut sc = s.scene();
     let mut p = Linux::new(&s.ctx(), Options::default());
@@ -281,12 +271,7 @@ fn fork_placement_with_imb_numa_nr_one_spreads_at_the_second_task() {
 /// One node of 2 CPUs (`linux` domains: one MC level, groups {0}, {1}), `n` processes.
 fn one_node_2(n: usize) -> Setup {
     let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
-    let w = Workload {
-        processes: (0..n as u32)
-            .map(|p| testutils::process(p, Kind::Cpu, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Cpu, &vec![100; n]);
     Setup::new(m, Builder::Linux, w)
 }
 
@@ -586,12 +571,7 @@ fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_fai
     // cache_nice_tries (2, NUMA) + 2 = 4 failures, the fifth pass asks for active balancing,
     // which pushes CPU 0's running task to CPU 4 and resets the failures.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
-    let w = Workload {
-        processes: (0..4)
-            .map(|p| testutils::process(p, Kind::Cpu, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Cpu, &[100; 4]);
     let s = Setup::new(m, Builder::Linux, w);
     let mut sc = s.scene();
     for pid in 0..4 {
@@ -631,12 +611,7 @@ fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
     // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with
     // node 1 idle (wake-ups do not cross the LLC; periodic balancing will).
     let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
-    let w = Workload {
-        processes: (0..4)
-            .map(|p| testutils::process(p, Kind::Io, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Io, &[100; 4]);
     let s = Setup::new(m, Builder::Linux, w);
     let mut sc = s.scene();
     let mut p = Linux::new(&s.ctx(), Options::default());
@@ -691,12 +666,7 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
 fn one_node_speeds(speeds: Vec<f64>, n: usize) -> Setup {
     let cpus = speeds.len();
     let m = testutils::machine_with_speeds(&testutils::two_level_table(1, 20), cpus, speeds);
-    let w = Workload {
-        processes: (0..n as u32)
-            .map(|p| testutils::process(p, Kind::Cpu, 100))
-            .collect(),
-        apps: Vec::new(),
-    };
+    let w = testutils::workload(Kind::Cpu, &vec![100; n]);
     Setup::new(m, Builder::Linux, w)
 }
 

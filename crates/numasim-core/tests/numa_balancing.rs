@@ -15,27 +15,20 @@ use numasim_core::policy::linux::numa::{
 };
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::testutils::{self, Setup};
-use numasim_core::workload::{Kind, Workload, WorkloadSpec};
+use numasim_core::workload::{Kind, WorkloadSpec};
 use proptest::prelude::*;
 
 mod common;
 
 const PRIVATE: usize = 1;
 
-fn cpu_workload(demands_ms: &[u64]) -> Workload {
-    Workload {
-        processes: demands_ms
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| testutils::process(i as u32, Kind::Cpu, d))
-            .collect(),
-        apps: Vec::new(),
-    }
-}
-
 fn two_nodes(cpus_per_node: usize, n: usize) -> Setup {
     let m = testutils::machine(&testutils::two_level_table(2, 20), cpus_per_node);
-    Setup::new(m, Builder::TwoLevel, cpu_workload(&vec![10_000; n]))
+    Setup::new(
+        m,
+        Builder::TwoLevel,
+        testutils::workload(Kind::Cpu, &vec![10_000; n]),
+    )
 }
 
 // ---- update_task_scan_period ------------------------------------------------------------
@@ -364,7 +357,11 @@ fn a_move_that_would_unbalance_a_node_with_spare_capacity_waits_for_imb_numa_nr(
 fn a_swap_when_the_preferred_node_is_busy_and_smallimp_rejects_tiny_gains() {
     // One CPU per node: p on node 0 prefers node 1, q on node 1 prefers node 0.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
-    let s = Setup::new(m, Builder::TwoLevel, cpu_workload(&[10_000, 10_000]));
+    let s = Setup::new(
+        m,
+        Builder::TwoLevel,
+        testutils::workload(Kind::Cpu, &[10_000, 10_000]),
+    );
     let mut scene = s.scene();
     scene.put(0, 0, 0, 0).put(1, 1, 1, 0);
     let v = scene.view();
@@ -414,7 +411,7 @@ fn migrate_degrades_locality() {
     let s = Setup::new(
         m,
         Builder::TwoLevel,
-        cpu_workload(&[10_000, 10_000, 10_000]),
+        testutils::workload(Kind::Cpu, &[10_000, 10_000, 10_000]),
     );
     let mut scene = s.scene();
     // p (0) queued behind r (1) on CPU 0; q (2) on CPU 2.
@@ -440,7 +437,11 @@ fn migrate_degrades_locality() {
     assert_eq!(nb.rq_numa_counts(&v, 2), (0, 0));
     // q prefers node 1 (faults 10 : 60 : …): between two other nodes the weights decide.
     let m3 = testutils::machine(&testutils::two_level_table(3, 20), 1);
-    let s3 = Setup::new(m3, Builder::TwoLevel, cpu_workload(&[10_000]));
+    let s3 = Setup::new(
+        m3,
+        Builder::TwoLevel,
+        testutils::workload(Kind::Cpu, &[10_000]),
+    );
     let mut scene3 = s3.scene();
     scene3.put(0, 0, 0, 0);
     let v3 = scene3.view();
