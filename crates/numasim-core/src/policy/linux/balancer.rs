@@ -400,15 +400,15 @@ impl Linux {
             }
         }
         let (bi, b) = busiest?;
+        let env = ImbalanceEnv {
+            idle,
+            llc: st.llc,
+            numa: st.numa,
+            imb_numa_nr: st.imb_numa_nr,
+            prefer_sibling: st.prefer_sibling,
+        };
         // "Misfit tasks should be dealt with regardless of the avg load" (force_balance).
         if b.group_type == GroupType::MisfitTask {
-            let env = ImbalanceEnv {
-                idle,
-                llc: st.llc,
-                numa: st.numa,
-                imb_numa_nr: st.imb_numa_nr,
-                prefer_sibling: st.prefer_sibling,
-            };
             let (mt, imbalance) =
                 calculate_imbalance(&env, &mut local, &b, total_load, total_capacity);
             return Some((bi, mt, imbalance));
@@ -440,13 +440,6 @@ impl Linux {
                 return None;
             }
         }
-        let env = ImbalanceEnv {
-            idle,
-            llc: st.llc,
-            numa: st.numa,
-            imb_numa_nr: st.imb_numa_nr,
-            prefer_sibling: st.prefer_sibling,
-        };
         let (mt, imbalance) = calculate_imbalance(&env, &mut local, &b, total_load, total_capacity);
         (imbalance > 0).then_some((bi, mt, imbalance))
     }
