@@ -153,7 +153,7 @@ impl Totals {
 /// SCHED_LOAD_SCALE / cpu_power` with a power of `SCHED_LOAD_SCALE` per CPU, which is
 /// ⌊sum / cpus⌋ (the same rational, so the same floor): a shift when `cpus` is a power of two,
 /// as the groups of most machines are.
-pub(crate) fn per_cpu(sum: u64, cpus: u64) -> u64 {
+fn per_cpu(sum: u64, cpus: u64) -> u64 {
     if cpus.is_power_of_two() {
         sum >> cpus.trailing_zeros()
     } else {
