@@ -130,9 +130,9 @@ pub(crate) fn two_level(
     p: &Era26Params,
     shared: &mut Interner,
 ) -> Vec<Vec<Level>> {
-    let node_spans: Vec<CpuSet> = (0..machine.nodes())
-        .map(|n| sched_domain_node_span(machine, n))
-        .collect();
+    // The levels above CPU are the same for every CPU of a node: built once per node and
+    // cloned (shared sets and groups, which `Interner::chain` then shares without re-reading).
+    let mut per_node: Vec<Option<Vec<Level>>> = vec![None; machine.nodes()];
     (0..machine.cpus())
         .map(|cpu| {
             let node = machine.cpu_node(cpu);
@@ -143,14 +143,18 @@ pub(crate) fn two_level(
                 cpu_groups(machine, &phys, cpu),
                 &p.in_node,
             )];
-            let span = node_spans[node].clone();
-            let groups = node_groups(machine, node, &span);
-            chain.push(level("NODE", span, groups, &p.node));
-            if machine.cpus() > SD_NODES_PER_DOMAIN * phys.len() {
-                let span = all(machine);
+            let above = per_node[node].get_or_insert_with(|| {
+                let span = sched_domain_node_span(machine, node);
                 let groups = node_groups(machine, node, &span);
-                chain.push(level("ALLNODES", span, groups, &p.node));
-            }
+                let mut above = vec![level("NODE", span, groups, &p.node)];
+                if machine.cpus() > SD_NODES_PER_DOMAIN * phys.len() {
+                    let span = all(machine);
+                    let groups = node_groups(machine, node, &span);
+                    above.push(level("ALLNODES", span, groups, &p.node));
+                }
+                above
+            });
+            chain.extend(above.iter().cloned());
             shared.chain(cpu, Era::Linux26.attach(chain))
         })
         .collect()

@@ -280,6 +280,19 @@ pub(crate) struct Interner {
     spans: Vec<Arc<CpuSet>>,
     /// Group lists by their (id, local) sequence.
     lists: rustc_hash::FxHashMap<Vec<(u32, bool)>, Arc<[Group]>>,
+    /// Levels a builder hands to several CPUs as one allocation (multilevel's levels above the
+    /// CPU level, the same for every CPU of a node), by the address of their group list: what
+    /// sharing made of them, reused without hashing their sets again when the next CPU has the
+    /// same local group.
+    levels: rustc_hash::FxHashMap<usize, SharedLevel>,
+}
+
+/// A level as a builder gave it (kept, so that its address is not reused while it is a key),
+/// the local flags it was shared with, and its shared sets and groups.
+struct SharedLevel {
+    given: (Arc<CpuSet>, Arc<CpuSet>, Arc<[Group]>),
+    local: Vec<bool>,
+    shared: (Arc<CpuSet>, Arc<CpuSet>, Arc<[Group]>),
 }
 
 impl Interner {
@@ -294,6 +307,23 @@ impl Interner {
     /// CPU `cpu`'s hierarchy with its sets and groups shared with the hierarchies seen before.
     pub(crate) fn chain(&mut self, cpu: usize, mut chain: Vec<Level>) -> Vec<Level> {
         for l in &mut chain {
+            let key = Arc::as_ptr(&l.groups) as *const Group as usize;
+            if let Some(seen) = self.levels.get(&key) {
+                let (span, reach, groups) = &seen.given;
+                if Arc::ptr_eq(span, &l.span)
+                    && Arc::ptr_eq(reach, &l.reach)
+                    && Arc::ptr_eq(groups, &l.groups)
+                    && l.groups
+                        .iter()
+                        .zip(&seen.local)
+                        .all(|(g, &local)| g.span.contains(cpu) == local)
+                {
+                    let (span, reach, groups) = seen.shared.clone();
+                    (l.span, l.reach, l.groups) = (span, reach, groups);
+                    continue;
+                }
+            }
+            let given = (l.span.clone(), l.reach.clone(), l.groups.clone());
             l.span = self.set(&l.span);
             l.reach = self.set(&l.reach);
             let mut groups = l.groups.to_vec();
@@ -317,6 +347,21 @@ impl Interner {
                 .entry(key)
                 .or_insert_with(|| groups.into())
                 .clone();
+            // Held by the builder too (count > 1: `given` and the builder's own): other CPUs will
+            // be given the same level. A level made for this CPU alone is not kept.
+            if Arc::strong_count(&given.2) > 1 {
+                let local = l.groups.iter().map(|g| g.local).collect();
+                let key = Arc::as_ptr(&given.2) as *const Group as usize;
+                let shared = (l.span.clone(), l.reach.clone(), l.groups.clone());
+                self.levels.insert(
+                    key,
+                    SharedLevel {
+                        given,
+                        local,
+                        shared,
+                    },
+                );
+            }
         }
         chain
     }
