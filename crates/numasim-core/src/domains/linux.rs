@@ -29,6 +29,10 @@
 //! be degenerate on such machines and are not modelled); SD_ASYM_CPUCAPACITY for machines with
 //! fast cores is not set (it changes flags, not spans or groups).
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+
 use crate::cpuset::CpuSet;
 use crate::machine::Machine;
 
@@ -48,6 +52,10 @@ struct Topology<'a> {
     distances: Vec<u32>,
     /// `doms[cpu][t]`: the span of CPU's domain at topology level t, if it was built.
     spans: Vec<Vec<CpuSet>>,
+    /// `build_balance_mask` by (level, group span): every CPU of a NUMA level builds the same
+    /// groups, and each mask reads the domains of every CPU of its group (a 4 096-CPU machine's
+    /// top groups hold 1 024 CPUs).
+    masks: RefCell<FxHashMap<(usize, CpuSet), CpuSet>>,
 }
 
 impl Topology<'_> {
@@ -149,6 +157,16 @@ impl Topology<'_> {
 
     /// `build_balance_mask`: CPUs j of the group whose level-t domain has a child equal to it.
     fn balance_mask(&self, t: usize, sg_span: &CpuSet) -> CpuSet {
+        let key = (t, sg_span.clone());
+        if let Some(mask) = self.masks.borrow().get(&key) {
+            return mask.clone();
+        }
+        let mask = self.build_balance_mask(t, sg_span);
+        self.masks.borrow_mut().insert(key, mask.clone());
+        mask
+    }
+
+    fn build_balance_mask(&self, t: usize, sg_span: &CpuSet) -> CpuSet {
         let mut mask = CpuSet::empty(self.machine.cpus());
         for j in sg_span.iter() {
             if t == 0 || self.span(j, t).is_none() {
@@ -213,6 +231,7 @@ pub(crate) fn build(
         levels,
         distances,
         spans: Vec::new(),
+        masks: RefCell::default(),
     };
     let everything = CpuSet::from_ids(machine.cpus(), 0..machine.cpus());
     topo.spans = (0..machine.cpus())
