@@ -26,10 +26,16 @@
 //!    thread takes faults on, its own and its share of the group's shared ones. The fault
 //!    statistics and what they decide are the `linux` policy's (`policy/linux/numa.rs`).
 
+use smallvec::SmallVec;
+
 use crate::machine::Machine;
 
+/// A sparse `(node, amount)` list. Most hold one node (a process's pages, the node it is
+/// runnable on), so that one is kept inline: no allocation for each of a million processes.
+pub(crate) type NodeList<T> = SmallVec<[(usize, T); 1]>;
+
 /// The entry of `node` in a sparse list, created at `zero` if missing.
-pub(crate) fn entry<T: Copy>(list: &mut Vec<(usize, T)>, node: usize, zero: T) -> &mut T {
+pub(crate) fn entry<T: Copy>(list: &mut NodeList<T>, node: usize, zero: T) -> &mut T {
     let at = match list.iter().position(|(n, _)| *n == node) {
         Some(at) => at,
         None => {
@@ -47,7 +53,7 @@ pub(crate) type NodeAmounts = [(usize, f64)];
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupMemory {
     /// Per node: shares of the whole group (unsized), or MB of all its pages (sized).
-    pages: Vec<(usize, f64)>,
+    pages: NodeList<f64>,
     sized: Option<Sized>,
 }
 
@@ -57,8 +63,8 @@ pub(crate) struct GroupMemory {
 struct Sized {
     shared_mb: f64,
     private_mb: f64,
-    shared: Vec<(usize, f64)>,
-    private: Vec<Vec<(usize, f64)>>,
+    shared: NodeList<f64>,
+    private: Vec<NodeList<f64>>,
 }
 
 /// `Σ amount · distance(node, k) / 10`, `Σ amount` and the amount on `node` over a sparse list.
@@ -74,7 +80,7 @@ fn weighted(machine: &Machine, node: usize, list: &[(usize, f64)]) -> (f64, f64,
 }
 
 /// Takes `fraction` of every amount on `from` in `list` to `to`; returns what moved.
-fn take(list: &mut Vec<(usize, f64)>, from: usize, to: usize, fraction: f64) -> f64 {
+fn take(list: &mut NodeList<f64>, from: usize, to: usize, fraction: f64) -> f64 {
     let amount = match list.iter_mut().find(|(n, _)| *n == from) {
         Some((_, a)) => {
             let moved = *a * fraction;
@@ -94,12 +100,12 @@ impl GroupMemory {
     /// is used by all threads and the rest split evenly into private parts.
     pub(crate) fn sized(threads: usize, footprint_mb: f64, shared: f64) -> Self {
         Self {
-            pages: Vec::new(),
+            pages: NodeList::new(),
             sized: Some(Sized {
                 shared_mb: footprint_mb * shared,
                 private_mb: footprint_mb * (1.0 - shared) / threads.max(1) as f64,
-                shared: Vec::new(),
-                private: vec![Vec::new(); threads],
+                shared: NodeList::new(),
+                private: vec![NodeList::new(); threads],
             }),
         }
     }

@@ -114,12 +114,15 @@ pub(crate) struct ProcState {
     pub(crate) refill_pending_ns: u64,
     pub(crate) first_run_ns: Option<u64>,
     pub(crate) completion_ns: Option<u64>,
-    /// (node, ns) for the nodes it ran on: processes visit few nodes, machines have many.
-    pub(crate) run_ns_by_node: Vec<(u32, u64)>,
+    /// (node, ns) for the nodes it ran on: processes visit few nodes, machines have many (two
+    /// kept inline: most processes run on one or two, and need no allocation for it).
+    pub(crate) run_ns_by_node: smallvec::SmallVec<[(u32, u64); 2]>,
     pub(crate) run_ns_fast: u64,
     pub(crate) run_ns_slow: u64,
     pub(crate) refill_ns: u64,
     pub(crate) migrations_by_kind: [u32; MigrationKind::ALL.len()],
+    /// Per memory access level; empty until its first migration (most processes of a big run
+    /// never move), then one count per level.
     pub(crate) migrations_by_level: Vec<u32>,
     /// Migrations between CPUs of different speeds.
     pub(crate) class_migrations: u32,
@@ -150,6 +153,17 @@ pub(crate) struct ProcState {
     pub(crate) pelt_started: bool,
 }
 
+impl ProcState {
+    /// One more migration of `kind` across memory access level `level` (of `levels`).
+    pub(crate) fn count_migration(&mut self, kind: MigrationKind, level: usize, levels: usize) {
+        self.migrations_by_kind[kind as usize] += 1;
+        if self.migrations_by_level.is_empty() {
+            self.migrations_by_level = vec![0; levels];
+        }
+        self.migrations_by_level[level] += 1;
+    }
+}
+
 /// A thread group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GroupState {
@@ -157,7 +171,7 @@ pub(crate) struct GroupState {
     /// Threads runnable or running per node, kept as threads are enqueued and leave: sparse
     /// `(node, count)` for single-threaded groups (a million of them must stay small), dense by
     /// node for multithreaded ones (an O(1) read for thread-aware selection).
-    on_node: Vec<(usize, u32)>,
+    on_node: crate::memory::NodeList<u32>,
     on_node_dense: Vec<u32>,
     /// Multithreaded groups only: live threads (placed, not completed) per node of the CPU they
     /// are on or last ran on, sleeping ones included (the kernel's `task_cpu`), and their total.

@@ -234,12 +234,13 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
     // run's peak memory is not its state and its results at once (a million processes: 0.3 GB).
     drop(std::mem::take(&mut s.groups));
     let events = s.events_processed;
+    // Owned here so that each process's per-level counts move into its result, not copied.
+    let mut procs = std::mem::take(&mut s.procs);
     let s = &s;
     let m = s.machine;
     let nlev = s.mals.len();
-    let processes: Vec<ProcResult> = s
-        .procs
-        .iter()
+    let processes: Vec<ProcResult> = procs
+        .iter_mut()
         .enumerate()
         .map(|(pid, p)| {
             let w = &s.workload.processes[pid];
@@ -296,7 +297,11 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 most_level: s.mals.binary_search(&d).expect("a table distance"),
                 migrations: p.migrations_by_kind.iter().sum(),
                 migrations_by_kind: p.migrations_by_kind.to_vec(),
-                migrations_by_level: p.migrations_by_level.clone(),
+                migrations_by_level: if p.migrations_by_level.is_empty() {
+                    vec![0; nlev] // never migrated
+                } else {
+                    std::mem::take(&mut p.migrations_by_level)
+                },
                 class_migrations: p.class_migrations,
                 cpu_ms_by_node: p
                     .run_ns_by_node
@@ -316,8 +321,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         (tats[n / 2 - 1] + tats[n / 2]) / 2.0
     };
     let p95 = tats[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let makespan_ns = s
-        .procs
+    let makespan_ns = procs
         .iter()
         .filter_map(|p| p.completion_ns)
         .max()

@@ -453,9 +453,7 @@ impl<'a> State<'a> {
             if cpu != spawn {
                 // Placement is where the process first runs, so it pays no cache refill.
                 let level = self.level_of(spawn, cpu);
-                let p = &mut self.procs[pid];
-                p.migrations_by_kind[MigrationKind::Placement as usize] += 1;
-                p.migrations_by_level[level] += 1;
+                self.procs[pid].count_migration(MigrationKind::Placement, level, self.mals.len());
                 if self.config.record_trace {
                     let kind = MigrationKind::Placement.name();
                     self.trace_events
@@ -504,9 +502,9 @@ impl<'a> State<'a> {
             self.config.refill_per_distance_ns * u64::from(d)
         };
         let cross = self.machine.speed(from) != self.machine.speed(to);
+        let levels = self.mals.len();
         let p = &mut self.procs[pid];
-        p.migrations_by_kind[kind as usize] += 1;
-        p.migrations_by_level[level] += 1;
+        p.count_migration(kind, level, levels);
         p.refill_pending_ns += refill;
         p.class_migrations += u32::from(cross);
     }
@@ -684,12 +682,12 @@ impl<'a> State<'a> {
                 refill_pending_ns: 0,
                 first_run_ns: None,
                 completion_ns: None,
-                run_ns_by_node: Vec::new(),
+                run_ns_by_node: smallvec::SmallVec::new(),
                 run_ns_fast: 0,
                 run_ns_slow: 0,
                 refill_ns: 0,
                 migrations_by_kind: [0; MigrationKind::ALL.len()],
-                migrations_by_level: vec![0; mals.len()],
+                migrations_by_level: Vec::new(),
                 class_migrations: 0,
                 remote_weighted_ns: 0.0,
                 remote_share_ns: 0.0,

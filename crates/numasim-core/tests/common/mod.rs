@@ -23,6 +23,13 @@ pub fn sound(r: &RunResult) -> Result<(), TestCaseError> {
         );
         prop_assert!(p.completion_ms >= p.arrival_ms + p.demand_ms / 2.0 - 1e-9);
         prop_assert!(p.first_run_ms >= p.arrival_ms);
+        // One migration count per memory access level, whether it moved or not, adding up to
+        // its migrations of every kind.
+        prop_assert_eq!(
+            p.migrations_by_level.len(),
+            r.summary.migrations_by_level.len()
+        );
+        prop_assert_eq!(p.migrations_by_level.iter().sum::<u32>(), p.migrations);
         let slices: f64 = r
             .trace
             .iter()
