@@ -121,9 +121,8 @@ pub(crate) struct ProcState {
     pub(crate) run_ns_slow: u64,
     pub(crate) refill_ns: u64,
     pub(crate) migrations_by_kind: [u32; MigrationKind::ALL.len()],
-    /// Per memory access level; empty until its first migration (most processes of a big run
-    /// never move), then one count per level.
-    pub(crate) migrations_by_level: Vec<u32>,
+    /// Per memory access level (up to six inline: no allocation per process).
+    pub(crate) migrations_by_level: smallvec::SmallVec<[u32; 6]>,
     /// Migrations between CPUs of different speeds.
     pub(crate) class_migrations: u32,
     pub(crate) remote_weighted_ns: f64,
@@ -154,12 +153,9 @@ pub(crate) struct ProcState {
 }
 
 impl ProcState {
-    /// One more migration of `kind` across memory access level `level` (of `levels`).
-    pub(crate) fn count_migration(&mut self, kind: MigrationKind, level: usize, levels: usize) {
+    /// One more migration of `kind` across memory access level `level`.
+    pub(crate) fn count_migration(&mut self, kind: MigrationKind, level: usize) {
         self.migrations_by_kind[kind as usize] += 1;
-        if self.migrations_by_level.is_empty() {
-            self.migrations_by_level = vec![0; levels];
-        }
         self.migrations_by_level[level] += 1;
     }
 }

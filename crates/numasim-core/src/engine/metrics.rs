@@ -12,6 +12,8 @@ use serde::Serialize;
 
 use crate::interface::MigrationKind;
 
+use smallvec::SmallVec;
+
 use super::State;
 
 const MS: f64 = 1e6;
@@ -53,13 +55,14 @@ pub struct ProcResult {
     pub most_level: usize,
     pub migrations: u32,
     /// Indexed like [`MigrationKind::ALL`] plus wake-up last.
-    pub migrations_by_kind: Vec<u32>,
-    /// Indexed by memory access level of the move's distance (0 = inside a node).
-    pub migrations_by_level: Vec<u32>,
+    pub migrations_by_kind: [u32; MigrationKind::ALL.len()],
+    /// Indexed by memory access level of the move's distance (0 = inside a node). Up to six
+    /// levels inline, like the node lists below: a million results need no allocation each.
+    pub migrations_by_level: SmallVec<[u32; 6]>,
     /// Migrations between CPUs of different speeds (fast ↔ slow).
     pub class_migrations: u32,
     /// `(node, ms)` for each node it ran on, in the order first visited.
-    pub cpu_ms_by_node: Vec<(usize, f64)>,
+    pub cpu_ms_by_node: SmallVec<[(usize, f64); 2]>,
 }
 
 /// Balancing invocations and moves per level.
@@ -234,7 +237,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
     // run's peak memory is not its state and its results at once (a million processes: 0.3 GB).
     drop(std::mem::take(&mut s.groups));
     let events = s.events_processed;
-    // Owned here so that each process's per-level counts move into its result, not copied.
+    // Owned here so that each process's per-level counts move into its result.
     let mut procs = std::mem::take(&mut s.procs);
     let s = &s;
     let m = s.machine;
@@ -296,12 +299,8 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 most_node,
                 most_level: s.mals.binary_search(&d).expect("a table distance"),
                 migrations: p.migrations_by_kind.iter().sum(),
-                migrations_by_kind: p.migrations_by_kind.to_vec(),
-                migrations_by_level: if p.migrations_by_level.is_empty() {
-                    vec![0; nlev] // never migrated
-                } else {
-                    std::mem::take(&mut p.migrations_by_level)
-                },
+                migrations_by_kind: p.migrations_by_kind,
+                migrations_by_level: std::mem::take(&mut p.migrations_by_level),
                 class_migrations: p.class_migrations,
                 cpu_ms_by_node: p
                     .run_ns_by_node

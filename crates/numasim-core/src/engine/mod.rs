@@ -453,7 +453,7 @@ impl<'a> State<'a> {
             if cpu != spawn {
                 // Placement is where the process first runs, so it pays no cache refill.
                 let level = self.level_of(spawn, cpu);
-                self.procs[pid].count_migration(MigrationKind::Placement, level, self.mals.len());
+                self.procs[pid].count_migration(MigrationKind::Placement, level);
                 if self.config.record_trace {
                     let kind = MigrationKind::Placement.name();
                     self.trace_events
@@ -502,9 +502,8 @@ impl<'a> State<'a> {
             self.config.refill_per_distance_ns * u64::from(d)
         };
         let cross = self.machine.speed(from) != self.machine.speed(to);
-        let levels = self.mals.len();
         let p = &mut self.procs[pid];
-        p.count_migration(kind, level, levels);
+        p.count_migration(kind, level);
         p.refill_pending_ns += refill;
         p.class_migrations += u32::from(cross);
     }
@@ -687,7 +686,7 @@ impl<'a> State<'a> {
                 run_ns_slow: 0,
                 refill_ns: 0,
                 migrations_by_kind: [0; MigrationKind::ALL.len()],
-                migrations_by_level: Vec::new(),
+                migrations_by_level: smallvec::smallvec![0; mals.len()],
                 class_migrations: 0,
                 remote_weighted_ns: 0.0,
                 remote_share_ns: 0.0,
