@@ -275,17 +275,9 @@ pub fn update_sd_pick_busiest(
 }
 
 impl Linux {
-    /// `get_sd_balance_interval`, in ns.
-    pub(super) fn interval_ns(&self, cpu: CpuId, li: usize, level: &Level, busy: bool) -> u64 {
-        let mut ms = self.sd[cpu][li].balance_interval_ms;
-        if busy {
-            ms *= u64::from(level.params.busy_factor);
-        }
-        let mut jiffies = (ms * 1_000_000).div_ceil(self.tick_ns);
-        if busy {
-            jiffies = jiffies.saturating_sub(1);
-        }
-        (jiffies * self.tick_ns).clamp(self.tick_ns, self.max_interval_ns)
+    /// `get_sd_balance_interval`, in ns (kept by `SdState::set_interval`).
+    pub(super) fn interval_ns(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+        self.sd[cpu][li].interval_ns[usize::from(busy)]
     }
 
     /// `update_newidle_cost`: a new maximum, or the decay once a second; whether it decayed.
@@ -669,10 +661,11 @@ impl Linux {
         };
         let Some((busiest, mt, imbalance)) = found else {
             // out_balanced
+            let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
             let st = &mut self.sd[cpu][li];
             st.nr_balance_failed = 0;
             if idle != IdleType::NewlyIdle && st.balance_interval_ms < p.max_interval_ms {
-                st.balance_interval_ms *= 2;
+                st.set_interval(st.balance_interval_ms * 2, p, tick_ns, max_ns);
             }
             return a;
         };
@@ -681,6 +674,7 @@ impl Linux {
             a.locks = 1;
             moved = self.detach_tasks(v, cpu, busiest, li, idle, mt, imbalance, &mut a);
         }
+        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
         let st = &mut self.sd[cpu][li];
         if moved == 0 {
             // Misfit failures do not count (v6.10: "don't pollute nr_balance_failed").
@@ -700,7 +694,7 @@ impl Linux {
         }
         // Unbalanced: the interval back to its minimum (also when active balancing starts:
         // need_active_balance still holds then).
-        st.balance_interval_ms = p.min_interval_ms.max(1);
+        st.set_interval(p.min_interval_ms.max(1), p, tick_ns, max_ns);
         a
     }
 
@@ -728,7 +722,7 @@ impl Linux {
             return None;
         }
         let busy = self.cpu[cpu].busy;
-        let interval = self.interval_ns(cpu, li, level, busy);
+        let interval = self.interval_ns(cpu, li, busy);
         if v.now < self.sd[cpu][li].last_balance_ns + interval {
             return None;
         }

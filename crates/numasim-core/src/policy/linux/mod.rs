@@ -93,7 +93,7 @@ pub use balancer::{
 };
 
 use crate::assumptions::Wake;
-use crate::domains::{sd, Builder, Level};
+use crate::domains::{sd, Builder, Level, LevelParams};
 use crate::error::InputError;
 use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
 use crate::interface::{PolicyContext, View};
@@ -214,6 +214,9 @@ impl Options {
 pub(super) struct SdState {
     last_balance_ns: u64,
     balance_interval_ms: u64,
+    /// `get_sd_balance_interval` of `balance_interval_ms`, idle and busy, in ns: computed when
+    /// the interval changes, not at every tick that asks whether the level is due.
+    interval_ns: [u64; 2],
     nr_balance_failed: u32,
     max_newidle_lb_cost_ns: u64,
     last_decay_max_lb_cost_ns: u64,
@@ -229,6 +232,28 @@ pub(super) struct SdState {
     /// (`asym_cpu_capacity_classify`).
     asym: bool,
     cache_hot_ns: u64,
+}
+
+impl SdState {
+    /// The level's balancing interval is now `ms` (`sd->balance_interval`).
+    pub(super) fn set_interval(&mut self, ms: u64, p: &LevelParams, tick_ns: u64, max_ns: u64) {
+        self.balance_interval_ms = ms;
+        // get_sd_balance_interval: busy × busy_factor, msecs_to_jiffies, busy one jiffy less
+        // ("(interval - 1)"), clamped to [1 jiffy, max_load_balance_interval].
+        let ns = |busy: bool| {
+            let ms = if busy {
+                ms * u64::from(p.busy_factor)
+            } else {
+                ms
+            };
+            let mut jiffies = (ms * 1_000_000).div_ceil(tick_ns);
+            if busy {
+                jiffies = jiffies.saturating_sub(1);
+            }
+            (jiffies * tick_ns).clamp(tick_ns, max_ns)
+        };
+        self.interval_ns = [ns(false), ns(true)];
+    }
 }
 
 /// Per CPU.
@@ -291,6 +316,10 @@ impl Linux {
             let first = it.next();
             it.any(|c| Some(c) != first)
         };
+        let tick_ns = ctx.config.tick_ns;
+        let hz = (1_000_000_000 / tick_ns).max(1);
+        // max_load_balance_interval = HZ * num_online_cpus() / 10.
+        let max_interval_ns = (hz * m.cpus() as u64 / 10).max(1) * tick_ns;
         let sd = ctx
             .domains
             .cpus
@@ -313,9 +342,10 @@ impl Linux {
                     .map(|(i, l)| {
                         let numa = !in_node(l);
                         let asym = asym_span(l);
-                        SdState {
+                        let mut st = SdState {
                             last_balance_ns: 0,
-                            balance_interval_ms: l.params.min_interval_ms.max(1),
+                            balance_interval_ms: 0,
+                            interval_ns: [0; 2],
                             nr_balance_failed: 0,
                             max_newidle_lb_cost_ns: 0,
                             last_decay_max_lb_cost_ns: 0,
@@ -337,7 +367,10 @@ impl Linux {
                             } else {
                                 MIGRATION_COST_NS
                             },
-                        }
+                        };
+                        let ms = l.params.min_interval_ms.max(1);
+                        st.set_interval(ms, &l.params, tick_ns, max_interval_ns);
+                        st
                     })
                     .collect()
             })
@@ -363,15 +396,13 @@ impl Linux {
             };
             cpus
         ];
-        let tick_ns = ctx.config.tick_ns;
-        let hz = (1_000_000_000 / tick_ns).max(1);
         let factor = 1 + u64::from((cpus.clamp(1, 8) as u32).ilog2());
         Self {
             sd,
             cpu,
             recent_used_cpu: Vec::new(),
             tick_ns,
-            max_interval_ns: (hz * cpus as u64 / 10).max(1) * tick_ns,
+            max_interval_ns,
             slice_ns: o.base_slice_us * 1000 * factor,
             nr_migrate: o.nr_migrate,
             wake: ctx.config.assumptions.wake,
@@ -447,7 +478,7 @@ impl Linux {
             .iter()
             .enumerate()
             .filter(|(_, l)| view.domains.load_balances(l))
-            .map(|(li, l)| self.sd[cpu][li].last_balance_ns + self.interval_ns(cpu, li, l, busy))
+            .map(|(li, _)| self.sd[cpu][li].last_balance_ns + self.interval_ns(cpu, li, busy))
             .min()
     }
 
