@@ -312,7 +312,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         .collect();
     let n = processes.len();
     let mut tats: Vec<f64> = processes.iter().map(|p| p.turnaround_ms).collect();
-    tats.sort_by(f64::total_cmp);
+    tats.sort_unstable_by(f64::total_cmp); // equal keys are equal values
     let mean = |f: &dyn Fn(&ProcResult) -> f64| processes.iter().map(f).sum::<f64>() / n as f64;
     let median = if n % 2 == 1 {
         tats[n / 2]

@@ -763,7 +763,7 @@ pub fn run(
     // instant, in pid order, as they would with the lowest insertion sequences.
     s.arrivals = (0..workload.processes.len()).collect();
     s.arrivals
-        .sort_by_key(|&pid| workload.processes[pid].arrival_ns); // stable: pid order on ties
+        .sort_unstable_by_key(|&pid| (workload.processes[pid].arrival_ns, pid)); // pid order on ties
     drive(s, policy)
 }
 
@@ -1136,7 +1136,15 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 /// process was moved or held away run their next one, or are offered to the policy's
 /// `cpu_idle` (which may give them work, or move more), or idle with the idle balancing
 /// interval.
+#[inline]
 fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
+    if received.is_empty() && s.vacated.is_empty() {
+        return; // most balancing attempts move nothing
+    }
+    wake_receivers_of(s, policy, received);
+}
+
+fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
     for &cpu in received {
         become_busy(s, policy, cpu);
     }
