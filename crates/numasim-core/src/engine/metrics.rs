@@ -9,10 +9,9 @@
 //! node (count, %, and by the memory access level of the node where they ran most).
 
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use crate::interface::MigrationKind;
-
-use smallvec::SmallVec;
 
 use super::State;
 
@@ -237,13 +236,12 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
     // run's peak memory is not its state and its results at once (a million processes: 0.3 GB).
     drop(std::mem::take(&mut s.groups));
     let events = s.events_processed;
-    // Owned here so that each process's per-level counts move into its result.
-    let mut procs = std::mem::take(&mut s.procs);
     let s = &s;
     let m = s.machine;
     let nlev = s.mals.len();
-    let processes: Vec<ProcResult> = procs
-        .iter_mut()
+    let processes: Vec<ProcResult> = s
+        .procs
+        .iter()
         .enumerate()
         .map(|(pid, p)| {
             let w = &s.workload.processes[pid];
@@ -300,7 +298,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 most_level: s.mals.binary_search(&d).expect("a table distance"),
                 migrations: p.migrations_by_kind.iter().sum(),
                 migrations_by_kind: p.migrations_by_kind,
-                migrations_by_level: std::mem::take(&mut p.migrations_by_level),
+                migrations_by_level: p.migrations_by_level.clone(),
                 class_migrations: p.class_migrations,
                 cpu_ms_by_node: p
                     .run_ns_by_node
@@ -320,7 +318,8 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         (tats[n / 2 - 1] + tats[n / 2]) / 2.0
     };
     let p95 = tats[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let makespan_ns = procs
+    let makespan_ns = s
+        .procs
         .iter()
         .filter_map(|p| p.completion_ns)
         .max()
