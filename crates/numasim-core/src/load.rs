@@ -349,8 +349,6 @@ impl GroupLoads {
             let (n, bound) = &mut self.nr_running[id as usize];
             *n = *n - old as u64 + nr as u64;
             *bound = per_cpu(NICE_0_LOAD * *n, self.weights[id as usize] as u64);
-        }
-        for &id in ids {
             let entry = &mut kept.sums[id as usize];
             if (entry.0..=entry.1).contains(&tick) {
                 entry.2.totals.remove(old, avg);
