@@ -262,3 +262,21 @@ def _ctrl_c(proc) -> tuple[str, float]:
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     return err, time.monotonic() - sent
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"machine": "ab12", "spec": "kind=cpu,exec=200", "n": 25, "policy": "linux26",
+         "domains": "multilevel", "assumptions": {"memory": "parent", "slice": "work"}},
+        # Texts that look like the stand-ins, quotes and non-ASCII are written as JSON writes them.
+        {"machine": "x", "spec": f'a="{store._REP}",b={store._SEED}', "n": 0, "policy": "é",
+         "domains": "linux", "assumptions": {}},
+    ],
+)  # fmt: skip
+def test_run_keys_are_the_keys_of_each_run(fields):
+    reps = [(0, 0), (1, 2**63 - 1), (917, 123456789)]
+    expected = [(store.run_key(**fields, replication=r, seed=s),
+                 store.canonical({**fields, "replication": r, "seed": s}))
+                for r, s in reps]  # fmt: skip
+    assert store.run_keys(fields, reps) == expected

@@ -37,6 +37,8 @@ from numasim import report, stats
 from numasim.assumptions import describe
 from numasim.experiment import Experiment
 
+#: The figures of each cell, in the order ``figure_tasks`` draws them.
+FIGURE_KINDS = ("completion", "gain")
 #: Captions of the figures, by kind (the part of the file name after ``-apps-``).
 FIGURE_CAPTIONS = {
     "completion": "numasim: completion time of each application (its last thread) per policy, "
@@ -328,18 +330,37 @@ def gain_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: int):
     return fig
 
 
-def write_figures(out: Path, exp: Experiment, a: AppResults) -> list[Path]:
-    """``figures/NAME-apps-completion-MACHINE-WORKLOAD[-nN].{png,svg}`` and ``...-apps-gain-...``
-    per cell with applications; byte-reproducible as ``report.save_figure`` makes them."""
+def figure_tasks(out: Path, exp: Experiment, a: AppResults) -> list[report.FigureTask]:
+    """Per cell with applications, tasks that write
+    ``figures/NAME-apps-completion-MACHINE-WORKLOAD[-nN].{png,svg}`` and ``...-apps-gain-...``,
+    byte-reproducible as ``report.save_figure`` makes them; ``report.draw_figures`` runs them,
+    and ``record`` keeps their files with their captions."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
+
+    def task(draw: Any, machine: str, w: Any, n: int, stem: Path) -> report.FigureTask:
+        return lambda: report.save_figure(draw(exp, a, machine, w, n), stem)
+
+    tasks = []
     for machine, w, n in _cells(exp, a):
         tail = f"{Path(machine).stem}-{w.name}" + (f"-n{n}" if len(exp.ns) > 1 else "")
-        for kind, draw in (("completion", completion_figure), ("gain", gain_figure)):
-            stem = fig_dir / f"{exp.name}-apps-{kind}-{tail}"
-            for p in report.save_figure(draw(exp, a, machine, w, n), stem):
-                a.captions[p] = FIGURE_CAPTIONS[kind]
+        for kind, draw in zip(FIGURE_KINDS, (completion_figure, gain_figure), strict=True):
+            tasks.append(task(draw, machine, w, n, fig_dir / f"{exp.name}-apps-{kind}-{tail}"))
+    return tasks
+
+
+def record(a: AppResults, files: list[list[Path]]) -> list[Path]:
+    """Keeps the files of ``figure_tasks`` (one list per task, in order: each cell's
+    ``FIGURE_KINDS``) with their captions."""
+    for i, paths in enumerate(files):
+        for p in paths:
+            a.captions[p] = FIGURE_CAPTIONS[FIGURE_KINDS[i % len(FIGURE_KINDS)]]
     return a.figures
+
+
+def write_figures(out: Path, exp: Experiment, a: AppResults) -> list[Path]:
+    """The files of ``figure_tasks``, drawn here, one after the other."""
+    return record(a, [task() for task in figure_tasks(out, exp, a)])
 
 
 def _gain_cells(exp: Experiment, by_policy: pd.DataFrame) -> list[str]:

@@ -247,13 +247,24 @@ def figure(exp: Experiment, c: Comparison, machine: str):
     return fig
 
 
-def write_figures(out: Path, exp: Experiment, c: Comparison) -> list[Path]:
-    """``figures/NAME-MACHINE.{png,svg}`` per machine, byte-reproducible (report.save_figure)."""
+def figure_tasks(out: Path, exp: Experiment, c: Comparison) -> list[report.FigureTask]:
+    """Per machine, a task that writes ``figures/NAME-MACHINE.{png,svg}``, byte-reproducible
+    (report.save_figure); ``report.draw_figures`` runs them, and their files go in
+    ``c.figures``."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
-    for machine in exp.machines:
-        c.figures += report.save_figure(figure(exp, c, machine),
-                                        fig_dir / f"{exp.name}-{Path(machine).stem}")  # fmt: skip
+
+    def task(machine: str) -> report.FigureTask:
+        stem = fig_dir / f"{exp.name}-{Path(machine).stem}"
+        return lambda: report.save_figure(figure(exp, c, machine), stem)
+
+    return [task(machine) for machine in exp.machines]
+
+
+def write_figures(out: Path, exp: Experiment, c: Comparison) -> list[Path]:
+    """The files of ``figure_tasks``, drawn here, one after the other."""
+    for task in figure_tasks(out, exp, c):
+        c.figures += task()
     return c.figures
 
 

@@ -618,6 +618,8 @@ class Run:
     variant: Variant
     key: str
     fields: dict[str, Any] = field(compare=False, hash=False)
+    #: ``store.canonical(fields)``, what the store keeps beside the key.
+    fields_json: str = field(compare=False, hash=False)
 
     def labelled(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """A result row: the experiment's names for this run, then its metrics."""
@@ -629,20 +631,25 @@ class Run:
 def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
     """Every run of ``exp`` with its store key (numasim.store: what determines its numbers);
     ``machines`` maps the experiment's machine names to the loaded machines."""
-    from numasim.store import machine_digest, run_key
+    from numasim.store import machine_digest, run_keys
 
     out = []
     assumed = exp.assumptions
     for machine in exp.machines:
         digest = machine_digest(machines[machine].info)
         for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
-            for r in range(exp.replications):
-                seed = replication_seed(exp.seed, machine, w.name, n, r)
-                for v in exp.variants:
+            reps = [(r, replication_seed(exp.seed, machine, w.name, n, r))
+                    for r in range(exp.replications)]  # fmt: skip
+            keyed = [run_keys({"machine": digest, "spec": w.spec, "n": n, "policy": v.policy,
+                               "domains": v.domains, "assumptions": assumed}, reps)
+                     for v in exp.variants]  # fmt: skip
+            for i, (r, seed) in enumerate(reps):
+                for v, keys in zip(exp.variants, keyed, strict=True):
                     fields = {"machine": digest, "spec": w.spec, "n": n, "replication": r,
                               "seed": seed, "policy": v.policy, "domains": v.domains,
                               "assumptions": assumed}  # fmt: skip
-                    out.append(Run(machine, w, n, r, seed, v, run_key(**fields), fields))
+                    key, fields_json = keys[i]
+                    out.append(Run(machine, w, n, r, seed, v, key, fields, fields_json))
     return out
 
 
@@ -715,8 +722,11 @@ def execute(
     cluster: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     fresh: bool = False,
+    while_running: Callable[[], None] | None = None,
 ) -> Outcome:
     """Runs what the store in ``out`` lacks and returns every run of the experiment.
+    ``while_running`` is called once its workers have started, if it starts any: this process
+    only waits for them then (the CLI imports what its report needs meanwhile).
 
     Ctrl-C cancels pending work, stops the workers, keeps every finished batch and raises
     ``Interrupted``; a second Ctrl-C exits at once.
@@ -742,11 +752,13 @@ def execute(
             with _executor(jobs, cluster) as ex:
                 try:
                     futures = {ex.submit(run_batch, *_task(b, infos)): b for b in batches}
+                    if while_running:
+                        while_running()
                     for fut in as_completed(futures):
                         batch = futures[fut]
                         metrics = fut.result()
                         store.add(
-                            [(r.key, r.fields, m) for r, m in zip(batch, metrics, strict=True)]
+                            [(r.key, r.fields_json, m) for r, m in zip(batch, metrics, strict=True)]
                         )
                         for r, m in zip(batch, metrics, strict=True):
                             found[r.key] = m
@@ -757,7 +769,10 @@ def execute(
                     # A second Ctrl-C ends the process at once; this one stops the sweep.
                     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
                     ex.stop()
-                    raise Interrupted(done, len(all_runs), out) from None
+                    # Counted in the store: Ctrl-C may come between a batch's commit and
+                    # `done` counting it.
+                    saved = store.count(r.key for r in all_runs)
+                    raise Interrupted(saved, len(all_runs), out) from None
     rows = [r.labelled(found[r.key]) for r in all_runs]
     return Outcome(rows, computed=len(todo), reused=reused, store=out / "results.sqlite")
 
@@ -788,7 +803,7 @@ def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
             )
 
 
-def _ignore_sigint() -> None:
+def ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which stops them (a terminal sends SIGINT to the
     whole process group)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -819,7 +834,7 @@ class _executor:
             self.ex = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=multiprocessing.get_context("forkserver"),
-                initializer=_ignore_sigint,
+                initializer=ignore_sigint,
             )
         return self
 

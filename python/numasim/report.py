@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -447,18 +448,67 @@ def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> No
         ax.grid(axis="x", alpha=0.3)
 
 
-def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):
-    """Per machine and workload, ``figures/NAME-MACHINE-WORKLOAD.{png,svg}`` (see ``figure``);
-    the same data give the same bytes (no dates or software versions, a fixed SVG id salt)."""
+def figure_tasks(out: Path, exp: Experiment, summary: pd.DataFrame,
+                 gains: pd.DataFrame) -> list[FigureTask]:  # fmt: skip
+    """Per machine and workload, a task that writes ``figures/NAME-MACHINE-WORKLOAD.{png,svg}``
+    (see ``figure``) and returns the two files; the same data give the same bytes (no dates or
+    software versions, a fixed SVG id salt). ``draw_figures`` runs them."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
-    paths = []
-    for machine in exp.machines:
-        for w in exp.workloads:
-            fig = figure(exp, machine, w, summary, gains)
-            stem = f"{exp.name}-{Path(machine).stem}-{w.name}"  # a machine may be a file path
-            paths += save_figure(fig, fig_dir / stem)
-    return paths
+
+    def task(machine: str, w: WorkloadDef) -> FigureTask:
+        stem = f"{exp.name}-{Path(machine).stem}-{w.name}"  # a machine may be a file path
+        return lambda: save_figure(figure(exp, machine, w, summary, gains), fig_dir / stem)
+
+    return [task(machine, w) for machine in exp.machines for w in exp.workloads]
+
+
+def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):
+    """The files of ``figure_tasks``, drawn here, one after the other."""
+    return [p for task in figure_tasks(out, exp, summary, gains) for p in task()]
+
+
+#: Draws and saves one figure, and returns its files (``save_figure``).
+FigureTask = Callable[[], list[Path]]
+#: The tasks of the running ``draw_figures``: its forked processes inherit them.
+_TASKS: list[FigureTask] = []
+
+
+def _draw(i: int) -> list[Path]:
+    return _TASKS[i]()
+
+
+def draw_figures(tasks: list[FigureTask], jobs: int) -> Callable[[], list[list[Path]]]:
+    """Starts drawing ``tasks`` in up to ``jobs`` forked processes and returns a function that
+    waits for them and gives each task's files, in order; the caller goes on meanwhile (the
+    CLI writes the tables). The processes inherit the tasks, closures over the results, so
+    nothing is pickled but an index and the paths; a task's error is raised by the wait, as if
+    it had run here. Fewer than two tasks, one job, or no ``fork`` on this platform: the tasks
+    run here, when waited for. Forking happens before the caller writes Parquet (whose Arrow
+    threads a fork must not copy mid-work)."""
+    import multiprocessing
+
+    if jobs < 2 or len(tasks) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return lambda: [task() for task in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+
+    from numasim.experiment import ignore_sigint
+
+    global _TASKS
+    _TASKS = tasks
+    ex = ProcessPoolExecutor(min(jobs, len(tasks)), multiprocessing.get_context("fork"),
+                             initializer=ignore_sigint)  # fmt: skip
+    futures = [ex.submit(_draw, i) for i in range(len(tasks))]
+
+    def wait() -> list[list[Path]]:
+        global _TASKS
+        try:
+            return [f.result() for f in futures]
+        finally:
+            ex.shutdown(cancel_futures=True)
+            _TASKS = []
+
+    return wait
 
 
 def save_figure(fig: Any, stem: Path) -> list[Path]:

@@ -67,10 +67,41 @@ def canonical(value: Any) -> str:
 
 def run_key(**fields: Any) -> str:
     """The key of one run; ``fields`` must hold everything that determines its numbers."""
+    return _key_of(canonical(_full(fields)))
+
+
+def _full(fields: dict[str, Any]) -> dict[str, Any]:
     from numasim import __version__
 
-    full = {"numasim": __version__, "core": core_fingerprint(), "row_format": ROW_FORMAT, **fields}
-    return hashlib.sha256(canonical(full).encode()).hexdigest()
+    return {"numasim": __version__, "core": core_fingerprint(), "row_format": ROW_FORMAT, **fields}
+
+
+def _key_of(full_text: str) -> str:
+    return hashlib.sha256(full_text.encode()).hexdigest()
+
+
+#: Stand-ins for a run's replication and seed in ``run_keys``' templates (both are never
+#: negative); JSON writes an integer as ``str`` does.
+_REP, _SEED = str(-(2**62) - 11), str(-(2**62) - 13)
+
+
+def run_keys(fields: dict[str, Any], reps: list[tuple[int, int]]) -> list[tuple[str, str]]:
+    """For each ``(replication, seed)`` of ``reps``, the run whose key fields are ``fields``
+    with those two: its ``run_key`` and ``canonical`` text of its fields (what the store keeps).
+    The same bytes as computing each, from two texts of ``fields`` written once with stand-ins:
+    an experiment has tens of thousands of runs that differ only there."""
+    templates = []
+    for value in (_full(fields), fields):
+        text = canonical({**value, "replication": int(_REP), "seed": int(_SEED)})
+        if text.count(_REP) != 1 or text.count(_SEED) != 1:  # a field's text holds one
+            return [(run_key(**fields, replication=r, seed=seed),
+                     canonical({**fields, "replication": r, "seed": seed}))
+                    for r, seed in reps]  # fmt: skip
+        a, rest = text.split(_REP)  # "replication" sorts before "seed"
+        b, c = rest.split(_SEED)
+        templates.append((a, b, c))
+    (fa, fb, fc), (ka, kb, kc) = templates
+    return [(_key_of(f"{fa}{r}{fb}{seed}{fc}"), f"{ka}{r}{kb}{seed}{kc}") for r, seed in reps]
 
 
 class Store:
@@ -114,26 +145,37 @@ class Store:
 
     def lookup(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored rows among ``keys``."""
-        keys = list(keys)
         found: dict[str, dict[str, Any]] = {}
-        chunk = 900  # below SQLite's default limit of host parameters
-        for i in range(0, len(keys), chunk):
-            part = keys[i : i + chunk]
-            marks = ",".join("?" * len(part))
+        for marks, part in _chunks(keys):
             for key, row in self.db.execute(
                 f"SELECT key, row_json FROM runs WHERE key IN ({marks})", part
             ):
                 found[key] = json.loads(row)
         return found
 
-    def add(self, runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
-        """Stores ``(key, key fields, row)`` triples in one transaction."""
+    def count(self, keys: Iterable[str]) -> int:
+        """How many of ``keys`` the store holds."""
+        query = "SELECT COUNT(*) FROM runs WHERE key IN ({})"
+        return sum(self.db.execute(query.format(marks), part).fetchone()[0]
+                   for marks, part in _chunks(keys))  # fmt: skip
+
+    def add(self, runs: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Stores ``(key, canonical text of the key fields, row)`` triples in one transaction."""
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.executemany(
                 "INSERT OR IGNORE INTO runs (key, key_json, row_json) VALUES (?, ?, ?)",
-                [(k, canonical(fields), json.dumps(row)) for k, fields, row in runs],
+                [(k, fields_json, json.dumps(row)) for k, fields_json, row in runs],
             )
+
+
+def _chunks(keys: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
+    """``keys`` in parts of at most 900 (below SQLite's default limit of host parameters),
+    each with its ``?`` marks."""
+    keys = list(keys)
+    for i in range(0, len(keys), 900):
+        part = keys[i : i + 900]
+        yield ",".join("?" * len(part)), part
 
 
 def _init(db: sqlite3.Connection, path: Path) -> None:
