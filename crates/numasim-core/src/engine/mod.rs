@@ -909,15 +909,15 @@ fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId
                     break;
                 }
                 if s.cpus[cpu].current.is_none() && s.cpus[cpu].queue.is_empty() {
-                    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-                        let received = s.apply(Some(cpu), 0, 3, &attempt);
+                    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
+                        let received = s.apply(Some(cpu), 0, 3, attempt);
                         wake_receivers(s, policy, &received);
                     }
                 }
             }
             if s.held.contains(&pid) {
-                if let Some(attempt) = policy.process_held(&s.view(), pid) {
-                    let received = s.apply(None, 0, 3, &attempt);
+                if let Some(attempt) = policy.process_held(&s.view(), pid).as_ref() {
+                    let received = s.apply(None, 0, 3, attempt);
                     wake_receivers(s, policy, &received);
                 }
             }
@@ -1076,8 +1076,8 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     if s.cpus[cpu].current.is_some() {
         return;
     }
-    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-        let received = s.apply(Some(cpu), 0, 3, &attempt);
+    if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
+        let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
     let levels = s.domains.cpus[cpu].len();
@@ -1085,10 +1085,11 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         if s.cpus[cpu].current.is_some() {
             break;
         }
-        let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle) else {
+        let attempt = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle);
+        let Some(attempt) = attempt.as_ref() else {
             continue;
         };
-        let received = s.apply(Some(cpu), level, 1, &attempt);
+        let received = s.apply(Some(cpu), level, 1, attempt);
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
         if moved {
@@ -1101,8 +1102,8 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 
 /// The machine-wide callback of user-space balancers; rescheduled while work remains.
 fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
-    if let Some(attempt) = policy.global_balance(&s.view()) {
-        let received = s.apply(None, 0, 3, &attempt);
+    if let Some(attempt) = policy.global_balance(&s.view()).as_ref() {
+        let received = s.apply(None, 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
     s.push(s.now + period, Event::Global);
@@ -1110,21 +1111,35 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     // The tick's per-task work first (counted as "other" balancing work at level 0).
-    if let Some(attempt) = policy.tick(&s.view(), cpu) {
-        let received = s.apply(Some(cpu), 0, 3, &attempt);
+    if let Some(attempt) = policy.tick(&s.view(), cpu).as_ref() {
+        let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
     let levels = s.domains.cpus[cpu].len();
-    for level in 0..levels {
-        let Some(attempt) = policy.balance(&s.view(), cpu, level, BalanceKind::Periodic) else {
-            continue;
+    let mut next = 0;
+    while next < levels {
+        // Most levels are not due: one view serves the policy's checks until one is.
+        let view = s.view();
+        let attempt = loop {
+            if next == levels {
+                break None;
+            }
+            let attempt = policy.balance(&view, cpu, next, BalanceKind::Periodic);
+            next += 1;
+            if attempt.is_some() {
+                break attempt;
+            }
         };
+        let Some(attempt) = attempt.as_ref() else {
+            break;
+        };
+        let level = next - 1;
         let active = attempt.active_from;
-        let received = s.apply(Some(cpu), level, 0, &attempt);
+        let received = s.apply(Some(cpu), level, 0, attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
-            if let Some(a) = policy.active_balance(&s.view(), busiest, cpu) {
-                let received = s.apply(Some(busiest), level, 2, &a);
+            if let Some(a) = policy.active_balance(&s.view(), busiest, cpu).as_ref() {
+                let received = s.apply(Some(busiest), level, 2, a);
                 wake_receivers(s, policy, &received);
             }
         }
@@ -1151,8 +1166,8 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
     while let Some(cpu) = s.vacated.pop() {
         s.dispatch(policy, cpu);
         if s.cpus[cpu].current.is_none() {
-            if let Some(attempt) = policy.cpu_idle(&s.view(), cpu) {
-                let received = s.apply(Some(cpu), 0, 3, &attempt);
+            if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
+                let received = s.apply(Some(cpu), 0, 3, attempt);
                 for c in received {
                     become_busy(s, policy, c);
                 }
