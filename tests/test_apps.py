@@ -260,3 +260,20 @@ def test_bench_has_a_multithreaded_scenario():
     mt = [s for s in scenarios() if workload_spec(s).startswith("app=")]
     assert mt, "no bench scenario runs applications"
     assert numasim.Machine.preset(mt[0]["machine"]).cpus == 32
+
+
+def test_each_app_figure_has_the_caption_of_its_kind(app_exp, tmp_path):
+    from numasim import app_report, report
+
+    exp = ex.load(app_exp)
+    outcome = ex.execute(exp, tmp_path / "o", jobs=1)
+    a = app_report.compute(exp, outcome.runs, outcome.apps, exp.confidence)
+    tasks = app_report.figure_tasks(tmp_path / "o", exp, a)
+    with report.draw_figures(tasks, 2) as drawing:  # in processes, as the CLI draws them
+        files = drawing.result()
+    app_report.record(a, files)
+    assert len(a.figures) == 2 * len(tasks)  # a PNG and an SVG each
+    for p, caption in a.captions.items():
+        assert p.is_file()
+        kind = "completion" if "-apps-completion-" in p.name else "gain"
+        assert caption == app_report.FIGURE_CAPTIONS[kind], p.name

@@ -6,7 +6,9 @@ gains named by metric and unit. Synthetic runs: no simulation needed."""
 from __future__ import annotations
 
 import math
+import os
 import re
+import time
 
 import matplotlib
 import numpy as np
@@ -281,3 +283,50 @@ def test_gains_and_json_name_the_metric_and_its_unit():
     assert data["rows"][0]["gain_pct"] is None  # n = 100: the baseline is 0
     assert "baseline_tat_ms" not in data["rows"][0]
     assert stats.unit("mean_tat_ms") == "ms" and stats.unit("mean_remote_factor") == "1"
+
+
+# --- figures drawn in processes of their own (report.draw_figures) -------------------------
+
+
+def test_figures_drawn_in_processes_come_back_in_order(tmp_path):
+    tasks = [(lambda i=i: [tmp_path / f"{i}-{os.getpid()}"]) for i in range(5)]
+    with report.draw_figures(tasks, 2) as drawing:
+        assert len(drawing.pids) == 2
+        files = drawing.result()
+    assert [p.name.split("-")[0] for [p] in files] == ["0", "1", "2", "3", "4"]
+    drawn_by = {int(p.name.split("-")[1]) for [p] in files}
+    assert drawn_by == set(drawing.pids) and os.getpid() not in drawn_by
+
+
+def test_a_figure_error_is_raised_by_the_wait_as_if_drawn_here(tmp_path):
+    def fails():
+        raise OSError(28, "No space left on device", str(tmp_path / "f.png"))
+
+    with report.draw_figures([lambda: [tmp_path / "a"], fails], 2) as drawing:
+        with pytest.raises(OSError, match="No space left") as e:
+            drawing.result()
+    assert e.value.filename == str(tmp_path / "f.png")
+
+
+def test_no_figure_process_outlives_its_block():
+    def slow():
+        time.sleep(60)
+        return []
+
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="the tables failed"):
+        with report.draw_figures([slow, slow], 2) as drawing:
+            pids = drawing.pids
+            raise RuntimeError("the tables failed")
+    assert time.monotonic() - start < 5
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_one_task_or_one_job_is_drawn_here(tmp_path):
+    for tasks, jobs in (([lambda: [tmp_path / str(os.getpid())]], 2),
+                        ([lambda: [tmp_path / str(os.getpid())]] * 2, 1)):  # fmt: skip
+        with report.draw_figures(tasks, jobs) as drawing:
+            assert drawing.pids == []
+            assert drawing.result() == [[tmp_path / str(os.getpid())]] * len(tasks)

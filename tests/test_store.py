@@ -280,3 +280,17 @@ def test_run_keys_are_the_keys_of_each_run(fields):
                  store.canonical({**fields, "replication": r, "seed": s}))
                 for r, s in reps]  # fmt: skip
     assert store.run_keys(fields, reps) == expected
+
+
+def test_every_run_of_an_experiment_has_the_key_of_its_own_fields(tmp_path):
+    from numasim.machine import Machine
+
+    exp = ex.load(tiny(tmp_path, reps=3))
+    runs = ex.runs(exp, {m: Machine.load(m) for m in exp.machines})
+    assert len({r.key for r in runs}) == len(runs) == 3 * len(exp.ns) * 3
+    for r in runs:
+        f = r.fields
+        assert (f["replication"], f["seed"], f["policy"], f["domains"], f["n"]) == (
+            r.replication, r.seed, r.variant.policy, r.variant.domains, r.n)  # fmt: skip
+        assert r.key == store.run_key(**f)
+        assert r.fields_json == store.canonical(f)

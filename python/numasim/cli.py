@@ -457,15 +457,15 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         tasks = (comparison.figure_tasks(out_dir, exp, versus) if versus is not None
                  else report.figure_tasks(out_dir, exp, summary, gains))  # fmt: skip
         app_tasks = app_report.figure_tasks(out_dir, exp, apps) if apps is not None else []
-        drawn = report.draw_figures(tasks + app_tasks, jobs or os.cpu_count() or 1)
-        files = report.write_tables(out_dir, runs, summary, gains)
-        if versus is not None:
-            files += comparison.write_tables(out_dir, exp, versus)
-            if not outcome.apps.empty:
-                files += report.write_frames(out_dir, [("apps", outcome.apps)])
-        if apps is not None:
-            files += app_report.write_tables(out_dir, apps)
-        done = drawn()
+        with report.draw_figures(tasks + app_tasks, jobs or os.cpu_count() or 1) as drawing:
+            files = report.write_tables(out_dir, runs, summary, gains)
+            if versus is not None:
+                files += comparison.write_tables(out_dir, exp, versus)
+                if not outcome.apps.empty:
+                    files += report.write_frames(out_dir, [("apps", outcome.apps)])
+            if apps is not None:
+                files += app_report.write_tables(out_dir, apps)
+            done = drawing.result()
         figures = [p for paths in done[: len(tasks)] for p in paths]
         if versus is not None:
             versus.figures += figures

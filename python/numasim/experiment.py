@@ -770,8 +770,9 @@ def execute(
                     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
                     ex.stop()
                     # Counted in the store: Ctrl-C may come between a batch's commit and
-                    # `done` counting it.
-                    saved = store.count(r.key for r in all_runs)
+                    # `done` counting it. (Two variants may share a run, and its key.)
+                    stored = store.stored(r.key for r in all_runs)
+                    saved = sum(r.key in stored for r in all_runs)
                     raise Interrupted(saved, len(all_runs), out) from None
     rows = [r.labelled(found[r.key]) for r in all_runs]
     return Outcome(rows, computed=len(todo), reused=reused, store=out / "results.sqlite")

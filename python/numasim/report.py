@@ -14,6 +14,7 @@ Conventions (docs/experiments.md, "Reading the tables and figures"):
 from __future__ import annotations
 
 import math
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -470,45 +471,91 @@ def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.D
 
 #: Draws and saves one figure, and returns its files (``save_figure``).
 FigureTask = Callable[[], list[Path]]
-#: The tasks of the running ``draw_figures``: its forked processes inherit them.
-_TASKS: list[FigureTask] = []
 
 
-def _draw(i: int) -> list[Path]:
-    return _TASKS[i]()
+class FigureDrawing:
+    """Draws ``tasks`` in up to ``jobs`` processes forked from this one while the caller goes
+    on (the CLI writes the tables); ``result()`` waits and gives each task's files, in order.
+
+    The processes inherit the tasks, closures over the results, so only the paths come back
+    (over a pipe); a task's error is raised by ``result()``, as if it had run here. Each process
+    draws a fixed share of the tasks and exits, ignores Ctrl-C (the command handles it), and is
+    terminated when the ``with`` block ends early (an error, Ctrl-C): no figure process
+    outlives the command's work. Fewer than two tasks, one job, or not Linux (``fork`` is the
+    start method that inherits the tasks, and only Linux's is safe with the libraries loaded):
+    the tasks run here, in ``result()``. The caller forks before writing Parquet, whose Arrow
+    threads a fork must not copy mid-work."""
+
+    def __init__(self, tasks: list[FigureTask], jobs: int) -> None:
+        self.tasks = tasks
+        self.procs: list[tuple[Any, Any, list[int]]] = []
+        n = min(jobs, len(tasks))
+        if n < 2 or sys.platform != "linux":
+            return
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        for k in range(n):
+            share = list(range(k, len(tasks), n))
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_draw_share, args=(tasks, share, send), daemon=True)
+            proc.start()
+            send.close()
+            self.procs.append((proc, recv, share))
+
+    def __enter__(self) -> FigureDrawing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc, recv, _ in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+            recv.close()
+
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc, _, _ in self.procs]
+
+    def result(self) -> list[list[Path]]:
+        if not self.procs:
+            return [task() for task in self.tasks]
+        files: list[list[Path]] = [[] for _ in self.tasks]
+        for proc, recv, share in self.procs:
+            try:
+                ok, value = recv.recv()
+            except EOFError:  # it died without a word (killed)
+                raise RuntimeError(f"a figure process ended with code {proc.exitcode}") from None
+            if not ok:
+                raise value
+            for i, paths in zip(share, value, strict=True):
+                files[i] = paths
+        return files
 
 
-def draw_figures(tasks: list[FigureTask], jobs: int) -> Callable[[], list[list[Path]]]:
-    """Starts drawing ``tasks`` in up to ``jobs`` forked processes and returns a function that
-    waits for them and gives each task's files, in order; the caller goes on meanwhile (the
-    CLI writes the tables). The processes inherit the tasks, closures over the results, so
-    nothing is pickled but an index and the paths; a task's error is raised by the wait, as if
-    it had run here. Fewer than two tasks, one job, or no ``fork`` on this platform: the tasks
-    run here, when waited for. Forking happens before the caller writes Parquet (whose Arrow
-    threads a fork must not copy mid-work)."""
-    import multiprocessing
+def draw_figures(tasks: list[FigureTask], jobs: int) -> FigureDrawing:
+    """``with draw_figures(tasks, jobs) as drawing: ...; files = drawing.result()``: see
+    ``FigureDrawing``."""
+    return FigureDrawing(tasks, jobs)
 
-    if jobs < 2 or len(tasks) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return lambda: [task() for task in tasks]
-    from concurrent.futures import ProcessPoolExecutor
 
-    from numasim.experiment import ignore_sigint
+def _draw_share(tasks: list[FigureTask], share: list[int], send: Any) -> None:
+    """A figure process: draws its share of ``tasks`` and sends back ``(True, files)``, or
+    ``(False, error)`` at the first that fails."""
+    import pickle
+    import signal
 
-    global _TASKS
-    _TASKS = tasks
-    ex = ProcessPoolExecutor(min(jobs, len(tasks)), multiprocessing.get_context("fork"),
-                             initializer=ignore_sigint)  # fmt: skip
-    futures = [ex.submit(_draw, i) for i in range(len(tasks))]
-
-    def wait() -> list[list[Path]]:
-        global _TASKS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        message = (True, [tasks[i]() for i in share])
+    except Exception as e:  # sent to the parent, which raises it
         try:
-            return [f.result() for f in futures]
-        finally:
-            ex.shutdown(cancel_futures=True)
-            _TASKS = []
-
-    return wait
+            pickle.dumps(e)
+            message = (False, e)
+        except Exception:  # an error that does not pickle: its text
+            message = (False, RuntimeError(f"{type(e).__name__}: {e}"))
+    send.send(message)
+    send.close()
 
 
 def save_figure(fig: Any, stem: Path) -> list[Path]:

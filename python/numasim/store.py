@@ -153,11 +153,11 @@ class Store:
                 found[key] = json.loads(row)
         return found
 
-    def count(self, keys: Iterable[str]) -> int:
-        """How many of ``keys`` the store holds."""
-        query = "SELECT COUNT(*) FROM runs WHERE key IN ({})"
-        return sum(self.db.execute(query.format(marks), part).fetchone()[0]
-                   for marks, part in _chunks(keys))  # fmt: skip
+    def stored(self, keys: Iterable[str]) -> set[str]:
+        """Those of ``keys`` the store holds."""
+        query = "SELECT key FROM runs WHERE key IN ({})"
+        return {key for marks, part in _chunks(set(keys))
+                for (key,) in self.db.execute(query.format(marks), part)}  # fmt: skip
 
     def add(self, runs: list[tuple[str, str, dict[str, Any]]]) -> None:
         """Stores ``(key, canonical text of the key fields, row)`` triples in one transaction."""
