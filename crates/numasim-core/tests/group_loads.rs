@@ -118,3 +118,68 @@ proptest! {
         prop_assert!(p.checks > 0 || m.cpus() == 1);
     }
 }
+
+/// linux26 as it was before `due_levels`: asked about every level at each periodic balancing.
+struct EveryLevel(Linux26);
+
+impl Policy for EveryLevel {
+    fn name(&self) -> &'static str {
+        "every-level"
+    }
+    fn place_new(&mut self, v: &View<'_>, pid: Pid, spawn: CpuId) -> Option<CpuId> {
+        self.0.place_new(v, pid, spawn)
+    }
+    fn place_wakeup(&mut self, v: &View<'_>, pid: Pid, prev: CpuId) -> Option<CpuId> {
+        self.0.place_wakeup(v, pid, prev)
+    }
+    fn next_periodic_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
+        self.0.next_periodic_ns(v, cpu)
+    }
+    fn balance(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        self.0.balance(v, cpu, level, kind)
+    }
+    fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.0.active_balance(v, busiest, target)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The engine asks linux26 only about the levels its `due_levels` names: every result
+    /// (events, each process, the balancing counts per kind and level) is the one of asking it
+    /// about every level.
+    #[test]
+    fn due_levels_changes_no_result(
+        nodes in 1usize..5,
+        cpn in 1usize..5,
+        b in 0usize..5,
+        n in 1usize..60,
+        kind in 0usize..3,
+        seed in 0u64..1000,
+    ) {
+        let rows: Vec<Vec<u32>> = (0..nodes)
+            .map(|i| (0..nodes).map(|j| if i == j { 10 } else { 20 + 10 * (i + j) as u32 % 30 }).collect())
+            .collect();
+        let m = testutils::machine(&rows, cpn);
+        let d = Builder::ALL[b].build(&m, &BuildOptions::default());
+        let config = EngineConfig::default();
+        let kind = ["cpu", "io", "mixed"][kind];
+        // Sparse arrivals as well as dense ones: idle CPUs balance level after level.
+        let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:400,burst=3,wait=5");
+        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
+        let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
+        let due = numasim_core::engine::run(&m, &d, &w, &mut Linux26::new(&ctx), &config).unwrap();
+        let every = numasim_core::engine::run(&m, &d, &w, &mut EveryLevel(Linux26::new(&ctx)), &config).unwrap();
+        prop_assert_eq!(
+            serde_json::to_string(&due).unwrap().replace("\"linux26\"", "\"every-level\""),
+            serde_json::to_string(&every).unwrap()
+        );
+    }
+}

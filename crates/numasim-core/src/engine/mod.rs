@@ -1116,16 +1116,24 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         wake_receivers(s, policy, &received);
     }
     let levels = s.domains.cpus[cpu].len();
-    let mut next = 0;
-    while next < levels {
-        // Most levels are not due: one view serves the policy's checks until one is.
+    let all = if levels >= 64 {
+        u64::MAX
+    } else {
+        (1 << levels) - 1
+    };
+    // Only the levels the policy says may be due (bit l: level l); one view serves the checks
+    // of those that turn out not to be, until an attempt.
+    let mut due = policy.due_levels(&s.view(), cpu) & all;
+    while due != 0 {
         let view = s.view();
+        let mut level = 0;
         let attempt = loop {
-            if next == levels {
+            if due == 0 {
                 break None;
             }
-            let attempt = policy.balance(&view, cpu, next, BalanceKind::Periodic);
-            next += 1;
+            level = due.trailing_zeros() as usize;
+            due &= due - 1;
+            let attempt = policy.balance(&view, cpu, level, BalanceKind::Periodic);
             if attempt.is_some() {
                 break attempt;
             }
@@ -1133,7 +1141,6 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let Some(attempt) = attempt.as_ref() else {
             break;
         };
-        let level = next - 1;
         let active = attempt.active_from;
         let received = s.apply(Some(cpu), level, 0, attempt);
         wake_receivers(s, policy, &received);

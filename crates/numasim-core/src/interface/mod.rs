@@ -135,9 +135,20 @@ pub trait Policy: Send {
     /// When `cpu` next wants its periodic balancing (absolute ns), given its current state.
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64>;
 
+    /// The levels whose periodic balancing on `cpu` may be due: bit `l` for level `l`. Asked
+    /// once at each periodic balancing, before any level; the engine then asks `balance` only
+    /// about those, lowest first. It must name every level where `balance` would return an
+    /// attempt or change the policy's state during this balancing, after the attempts at the
+    /// levels below too. Default: every level (a policy that counts the engine's calls, as
+    /// origin-aware counts its cycles, or whose answer the attempts below may change, keeps it).
+    fn due_levels(&self, _view: &View<'_>, _cpu: CpuId) -> u64 {
+        u64::MAX
+    }
+
     /// One balancing attempt on `cpu` at `level`; `None` when the policy does not balance there
-    /// (or, for periodic balancing, when that level is not due). The engine asks for every level,
-    /// lowest first, applying each attempt before asking for the next.
+    /// (or, for periodic balancing, when that level is not due). The engine asks for every level
+    /// (for periodic balancing: every level `due_levels` names), lowest first, applying each
+    /// attempt before asking for the next.
     fn balance(
         &mut self,
         view: &View<'_>,

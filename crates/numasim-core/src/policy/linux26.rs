@@ -742,6 +742,26 @@ impl Policy for Linux26 {
             .min()
     }
 
+    /// The levels `take_due` may balance during this periodic balancing: its test, without
+    /// taking them. The attempts at the levels below only pull tasks to `cpu`, so an idle CPU
+    /// may be busy when a level is reached: then the shorter of the two intervals (the busy one
+    /// is `busy_factor` times the idle one, so the idle one with every shipped builder).
+    fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        let idle = view.idle(cpu);
+        self.sd[cpu]
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| {
+                let interval = if idle {
+                    st.interval(true).min(st.interval(false))
+                } else {
+                    st.interval(false)
+                };
+                st.balances && view.now >= st.last_balance_ns + interval
+            })
+            .fold(0, |due, (level, _)| due | 1 << level)
+    }
+
     fn balance(
         &mut self,
         view: &View<'_>,
