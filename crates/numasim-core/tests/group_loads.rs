@@ -11,6 +11,7 @@ use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, PolicyContext, 
 use numasim_core::load::GroupLoad;
 use numasim_core::machine::CpuId;
 use numasim_core::policy::linux26::Linux26;
+use numasim_core::policy::origin_aware::{Options as OriginOptions, OriginAware};
 use numasim_core::testutils;
 use numasim_core::workload::WorkloadSpec;
 use proptest::prelude::*;
@@ -119,12 +120,12 @@ proptest! {
     }
 }
 
-/// linux26 as it was before `due_levels`: asked about every level at each periodic balancing.
-struct EveryLevel(Linux26);
+/// A policy as it was before `due_levels`: asked about every level at each periodic balancing.
+struct EveryLevel<P>(P);
 
-impl Policy for EveryLevel {
+impl<P: Policy> Policy for EveryLevel<P> {
     fn name(&self) -> &'static str {
-        "every-level"
+        self.0.name()
     }
     fn place_new(&mut self, v: &View<'_>, pid: Pid, spawn: CpuId) -> Option<CpuId> {
         self.0.place_new(v, pid, spawn)
@@ -152,9 +153,9 @@ impl Policy for EveryLevel {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
-    /// The engine asks linux26 only about the levels its `due_levels` names: every result
-    /// (events, each process, the balancing counts per kind and level) is the one of asking it
-    /// about every level.
+    /// The engine asks linux26 and origin-aware only about the levels their `due_levels` names:
+    /// every result (events, each process, the balancing counts per kind and level) is the one
+    /// of asking them about every level.
     #[test]
     fn due_levels_changes_no_result(
         nodes in 1usize..5,
@@ -163,6 +164,7 @@ proptest! {
         n in 1usize..60,
         kind in 0usize..3,
         seed in 0u64..1000,
+        origin in any::<bool>(),
     ) {
         let rows: Vec<Vec<u32>> = (0..nodes)
             .map(|i| (0..nodes).map(|j| if i == j { 10 } else { 20 + 10 * (i + j) as u32 % 30 }).collect())
@@ -175,11 +177,13 @@ proptest! {
         let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:400,burst=3,wait=5");
         let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
         let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
-        let due = numasim_core::engine::run(&m, &d, &w, &mut Linux26::new(&ctx), &config).unwrap();
-        let every = numasim_core::engine::run(&m, &d, &w, &mut EveryLevel(Linux26::new(&ctx)), &config).unwrap();
-        prop_assert_eq!(
-            serde_json::to_string(&due).unwrap().replace("\"linux26\"", "\"every-level\""),
-            serde_json::to_string(&every).unwrap()
-        );
+        let run = |p: &mut dyn Policy| numasim_core::engine::run(&m, &d, &w, p, &config).unwrap();
+        let (due, every) = if origin {
+            let new = || OriginAware::new(&ctx, OriginOptions::default());
+            (run(&mut new()), run(&mut EveryLevel(new())))
+        } else {
+            (run(&mut Linux26::new(&ctx)), run(&mut EveryLevel(Linux26::new(&ctx))))
+        };
+        prop_assert_eq!(serde_json::to_string(&due).unwrap(), serde_json::to_string(&every).unwrap());
     }
 }

@@ -220,6 +220,26 @@ impl Linux26 {
     /// Whether periodic balancing of `level` is due on `cpu` now (`rebalance_tick`); if so, the
     /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
     /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
+    /// The levels `take_due` may take now or later in this periodic balancing, whether `cpu`
+    /// is idle or busy by then (the shorter of its two intervals): for a policy whose attempts
+    /// may also move tasks away from `cpu` (`Policy::due_levels`).
+    pub fn levels_due_either_way(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        self.levels_due_by(view, cpu, |st| st.interval(true).min(st.interval(false)))
+    }
+
+    fn levels_due_by(
+        &self,
+        view: &View<'_>,
+        cpu: CpuId,
+        interval: impl Fn(&SdState) -> u64,
+    ) -> u64 {
+        self.sd[cpu]
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| st.balances && view.now >= st.last_balance_ns + interval(st))
+            .fold(0, |due, (level, _)| due | 1 << level)
+    }
+
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
         let st = &mut self.sd[cpu][level];
         if !st.balances {
@@ -748,18 +768,13 @@ impl Policy for Linux26 {
     /// is `busy_factor` times the idle one, so the idle one with every shipped builder).
     fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
         let idle = view.idle(cpu);
-        self.sd[cpu]
-            .iter()
-            .enumerate()
-            .filter(|(_, st)| {
-                let interval = if idle {
-                    st.interval(true).min(st.interval(false))
-                } else {
-                    st.interval(false)
-                };
-                st.balances && view.now >= st.last_balance_ns + interval
-            })
-            .fold(0, |due, (level, _)| due | 1 << level)
+        self.levels_due_by(view, cpu, |st| {
+            if idle {
+                st.interval(true).min(st.interval(false))
+            } else {
+                st.interval(false)
+            }
+        })
     }
 
     fn balance(

@@ -8,8 +8,8 @@
 //!   load(T) in SI-LB = nr_running(T), updated as the cycle moves tasks
 //! ```
 //!
-//! 1. A *cycle* is one periodic balancing event of a CPU (the engine asks every level, lowest
-//!    first). Cycles are counted per CPU from 0: even cycles run RI-LB on every due level, odd
+//! 1. A *cycle* is one periodic balancing event of a CPU (the engine asks level 0 and every level
+//!    that may be due, lowest first). Cycles are counted per CPU from 0: even cycles run RI-LB on every due level, odd
 //!    cycles run SI-LB once, and the levels due in that cycle have their interval used up
 //!    (linux26's back-off state is otherwise untouched).
 //! 2. RI-LB is linux26's `load_balance` (busiest group, busiest queue, imbalance, cache-hot
@@ -310,6 +310,13 @@ impl Policy for OriginAware {
         self.inner.next_periodic_ns(view, cpu)
     }
 
+    /// Level 0, which opens each cycle, and the levels linux26's timers may find due in it
+    /// (whichever way the cycle's moves change `cpu`'s state): at any other level both RI-LB
+    /// and SI-LB answer `None` without a change.
+    fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        1 | self.inner.levels_due_either_way(view, cpu)
+    }
+
     fn balance(
         &mut self,
         view: &View<'_>,
@@ -321,7 +328,8 @@ impl Policy for OriginAware {
             return self.inner.balance(view, cpu, level, kind);
         }
         if level == 0 {
-            // The engine asks every level, lowest first: level 0 opens a new cycle.
+            // The engine asks level 0 first at every periodic balancing (`due_levels`): it
+            // opens a new cycle.
             self.cycle[cpu] += 1;
             self.si_done[cpu] = false;
         }
