@@ -9,11 +9,13 @@ use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
 use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, PolicyContext, View};
 use numasim_core::load::GroupLoad;
-use numasim_core::machine::CpuId;
+use numasim_core::machine::{CpuId, Machine};
 use numasim_core::policy::linux26::Linux26;
 use numasim_core::policy::origin_aware::{Options as OriginOptions, OriginAware};
 use numasim_core::testutils;
+use numasim_core::workload::Workload;
 use numasim_core::workload::WorkloadSpec;
+use numasim_core::Domains;
 use proptest::prelude::*;
 
 /// linux26, checking the view at every balancing call and placement.
@@ -91,6 +93,41 @@ impl Policy for Checked {
     }
 }
 
+/// A random machine (`nodes` × `cpn` CPUs), its domains by builder `b`, and `n` processes of
+/// kind `kind` (cpu, io, mixed) arriving over `over_ms`.
+fn random_run(
+    nodes: usize,
+    cpn: usize,
+    b: usize,
+    n: usize,
+    kind: usize,
+    seed: u64,
+    over_ms: u64,
+) -> (Machine, Domains, Workload) {
+    let rows: Vec<Vec<u32>> = (0..nodes)
+        .map(|i| {
+            (0..nodes)
+                .map(|j| {
+                    if i == j {
+                        10
+                    } else {
+                        20 + 10 * (i + j) as u32 % 30
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let m = testutils::machine(&rows, cpn);
+    let d = Builder::ALL[b].build(&m, &BuildOptions::default());
+    let kind = ["cpu", "io", "mixed"][kind];
+    let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:{over_ms},burst=3,wait=5");
+    let w = WorkloadSpec::parse("w", &spec)
+        .unwrap()
+        .generate("w", seed, m.node_cpu_lists())
+        .unwrap();
+    (m, d, w)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -103,15 +140,8 @@ proptest! {
         kind in 0usize..3,
         seed in 0u64..1000,
     ) {
-        let rows: Vec<Vec<u32>> = (0..nodes)
-            .map(|i| (0..nodes).map(|j| if i == j { 10 } else { 20 + 10 * (i + j) as u32 % 30 }).collect())
-            .collect();
-        let m = testutils::machine(&rows, cpn);
-        let d = Builder::ALL[b].build(&m, &BuildOptions::default());
+        let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 60);
         let config = EngineConfig::default();
-        let kind = ["cpu", "io", "mixed"][kind];
-        let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:60,burst=3,wait=5");
-        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
         let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
         let mut p = Checked { inner: Linux26::new(&ctx), checks: 0 };
         let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
@@ -166,16 +196,9 @@ proptest! {
         seed in 0u64..1000,
         origin in any::<bool>(),
     ) {
-        let rows: Vec<Vec<u32>> = (0..nodes)
-            .map(|i| (0..nodes).map(|j| if i == j { 10 } else { 20 + 10 * (i + j) as u32 % 30 }).collect())
-            .collect();
-        let m = testutils::machine(&rows, cpn);
-        let d = Builder::ALL[b].build(&m, &BuildOptions::default());
+        // Sparser arrivals than above: idle CPUs balance level after level.
+        let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 400);
         let config = EngineConfig::default();
-        let kind = ["cpu", "io", "mixed"][kind];
-        // Sparse arrivals as well as dense ones: idle CPUs balance level after level.
-        let spec = format!("n={n},kind={kind},exec=1-40,arrival=uniform:400,burst=3,wait=5");
-        let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
         let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
         let run = |p: &mut dyn Policy| numasim_core::engine::run(&m, &d, &w, p, &config).unwrap();
         let (due, every) = if origin {
