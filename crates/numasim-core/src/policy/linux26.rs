@@ -130,6 +130,17 @@ impl SdState {
     fn interval(&self, idle: bool) -> u64 {
         self.interval_ns[usize::from(!idle)]
     }
+
+    /// The shorter of the two intervals (the idle one, with every shipped builder's
+    /// `busy_factor`): the one by which a level may come due whichever state the CPU is in.
+    fn shortest_interval(&self) -> u64 {
+        self.interval(true).min(self.interval(false))
+    }
+
+    /// Whether the level balances and `interval` has passed since its last balancing.
+    fn due(&self, now: u64, interval: u64) -> bool {
+        self.balances && now >= self.last_balance_ns + interval
+    }
 }
 
 /// Orders a busiest runqueue's candidates for `move_tasks`: lower ranks are taken first (ties
@@ -217,14 +228,11 @@ impl Linux26 {
         }
     }
 
-    /// Whether periodic balancing of `level` is due on `cpu` now (`rebalance_tick`); if so, the
-    /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
-    /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     /// The levels `take_due` may take now or later in this periodic balancing, whether `cpu`
-    /// is idle or busy by then (the shorter of its two intervals): for a policy whose attempts
-    /// may also move tasks away from `cpu` (`Policy::due_levels`).
+    /// is idle or busy by then (its shortest interval): for a policy whose attempts may also
+    /// move tasks away from `cpu` (`Policy::due_levels`).
     pub fn levels_due_either_way(&self, view: &View<'_>, cpu: CpuId) -> u64 {
-        self.levels_due_by(view, cpu, |st| st.interval(true).min(st.interval(false)))
+        self.levels_due_by(view, cpu, SdState::shortest_interval)
     }
 
     fn levels_due_by(
@@ -236,17 +244,17 @@ impl Linux26 {
         self.sd[cpu]
             .iter()
             .enumerate()
-            .filter(|(_, st)| st.balances && view.now >= st.last_balance_ns + interval(st))
+            .filter(|(_, st)| st.due(view.now, interval(st)))
             .fold(0, |due, (level, _)| due | 1 << level)
     }
 
+    /// Whether periodic balancing of `level` is due on `cpu` now (`rebalance_tick`); if so, the
+    /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
+    /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
         let st = &mut self.sd[cpu][level];
-        if !st.balances {
-            return false;
-        }
         let interval = st.interval(view.idle(cpu));
-        if view.now < st.last_balance_ns + interval {
+        if !st.due(view.now, interval) {
             return false;
         }
         st.last_balance_ns += interval;
@@ -764,17 +772,13 @@ impl Policy for Linux26 {
 
     /// The levels `take_due` may balance during this periodic balancing: its test, without
     /// taking them. The attempts at the levels below only pull tasks to `cpu`, so an idle CPU
-    /// may be busy when a level is reached: then the shorter of the two intervals (the busy one
-    /// is `busy_factor` times the idle one, so the idle one with every shipped builder).
+    /// may be busy when a level is reached: its shortest interval then.
     fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
-        let idle = view.idle(cpu);
-        self.levels_due_by(view, cpu, |st| {
-            if idle {
-                st.interval(true).min(st.interval(false))
-            } else {
-                st.interval(false)
-            }
-        })
+        if view.idle(cpu) {
+            self.levels_due_either_way(view, cpu)
+        } else {
+            self.levels_due_by(view, cpu, |st| st.interval(false))
+        }
     }
 
     fn balance(

@@ -8,10 +8,10 @@
 //!   load(T) in SI-LB = nr_running(T), updated as the cycle moves tasks
 //! ```
 //!
-//! 1. A *cycle* is one periodic balancing event of a CPU (the engine asks level 0 and every level
-//!    that may be due, lowest first). Cycles are counted per CPU from 0: even cycles run RI-LB on every due level, odd
-//!    cycles run SI-LB once, and the levels due in that cycle have their interval used up
-//!    (linux26's back-off state is otherwise untouched).
+//! 1. A *cycle* is one periodic balancing event of a CPU (the engine asks level 0 and every
+//!    level that may be due, lowest first). Cycles are counted per CPU from 0: even cycles run
+//!    RI-LB on every due level, odd cycles run SI-LB once, and the levels due in that cycle
+//!    have their interval used up (linux26's back-off state is otherwise untouched).
 //! 2. RI-LB is linux26's `load_balance` (busiest group, busiest queue, imbalance, cache-hot
 //!    rule, failures, active balancing) with one change: among the busiest CPU's tasks, those
 //!    whose origin CPU is this CPU go first, then those whose origin node is this node, then the
