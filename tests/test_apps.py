@@ -269,7 +269,7 @@ def test_each_app_figure_has_the_caption_of_its_kind(app_exp, tmp_path):
     outcome = ex.execute(exp, tmp_path / "o", jobs=1)
     a = app_report.compute(exp, outcome.runs, outcome.apps, exp.confidence)
     tasks = app_report.figure_tasks(tmp_path / "o", exp, a)
-    with report.draw_figures(tasks, 2) as drawing:  # in processes, as the CLI draws them
+    with report.FigureDrawing(tasks, 2) as drawing:  # in processes, as the CLI draws them
         files = drawing.result()
     app_report.record(a, files)
     assert len(a.figures) == 2 * len(tasks)  # a PNG and an SVG each

@@ -285,12 +285,12 @@ def test_gains_and_json_name_the_metric_and_its_unit():
     assert stats.unit("mean_tat_ms") == "ms" and stats.unit("mean_remote_factor") == "1"
 
 
-# --- figures drawn in processes of their own (report.draw_figures) -------------------------
+# --- figures drawn in processes of their own (report.FigureDrawing) -------------------------
 
 
 def test_figures_drawn_in_processes_come_back_in_order(tmp_path):
     tasks = [(lambda i=i: [tmp_path / f"{i}-{os.getpid()}"]) for i in range(5)]
-    with report.draw_figures(tasks, 2) as drawing:
+    with report.FigureDrawing(tasks, 2) as drawing:
         assert len(drawing.pids) == 2
         files = drawing.result()
     assert [p.name.split("-")[0] for [p] in files] == ["0", "1", "2", "3", "4"]
@@ -302,7 +302,7 @@ def test_a_figure_error_is_raised_by_the_wait_as_if_drawn_here(tmp_path):
     def fails():
         raise OSError(28, "No space left on device", str(tmp_path / "f.png"))
 
-    with report.draw_figures([lambda: [tmp_path / "a"], fails], 2) as drawing:
+    with report.FigureDrawing([lambda: [tmp_path / "a"], fails], 2) as drawing:
         with pytest.raises(OSError, match="No space left") as e:
             drawing.result()
     assert e.value.filename == str(tmp_path / "f.png")
@@ -315,7 +315,7 @@ def test_no_figure_process_outlives_its_block():
 
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="the tables failed"):
-        with report.draw_figures([slow, slow], 2) as drawing:
+        with report.FigureDrawing([slow, slow], 2) as drawing:
             pids = drawing.pids
             raise RuntimeError("the tables failed")
     assert time.monotonic() - start < 5
@@ -327,6 +327,6 @@ def test_no_figure_process_outlives_its_block():
 def test_one_task_or_one_job_is_drawn_here(tmp_path):
     for tasks, jobs in (([lambda: [tmp_path / str(os.getpid())]], 2),
                         ([lambda: [tmp_path / str(os.getpid())]] * 2, 1)):  # fmt: skip
-        with report.draw_figures(tasks, jobs) as drawing:
+        with report.FigureDrawing(tasks, jobs) as drawing:
             assert drawing.pids == []
             assert drawing.result() == [[tmp_path / str(os.getpid())]] * len(tasks)

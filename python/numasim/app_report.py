@@ -58,7 +58,7 @@ class AppResults:
     average: pd.DataFrame
     evaluations: pd.DataFrame
     confidence: float
-    #: The figures written (``write_figures``), each with its caption.
+    #: The figures written (``figure_tasks``, ``record``), each with its caption.
     captions: dict[Path, str] = field(default_factory=dict)
 
     @property
@@ -333,7 +333,7 @@ def gain_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: int):
 def figure_tasks(out: Path, exp: Experiment, a: AppResults) -> list[report.FigureTask]:
     """Per cell with applications, tasks that write
     ``figures/NAME-apps-completion-MACHINE-WORKLOAD[-nN].{png,svg}`` and ``...-apps-gain-...``,
-    byte-reproducible as ``report.save_figure`` makes them; ``report.draw_figures`` runs them,
+    byte-reproducible as ``report.save_figure`` makes them; ``report.FigureDrawing`` runs them,
     and ``record`` keeps their files with their captions."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
@@ -356,11 +356,6 @@ def record(a: AppResults, files: list[list[Path]]) -> list[Path]:
         for p in paths:
             a.captions[p] = FIGURE_CAPTIONS[FIGURE_KINDS[i % len(FIGURE_KINDS)]]
     return a.figures
-
-
-def write_figures(out: Path, exp: Experiment, a: AppResults) -> list[Path]:
-    """The files of ``figure_tasks``, drawn here, one after the other."""
-    return record(a, [task() for task in figure_tasks(out, exp, a)])
 
 
 def _gain_cells(exp: Experiment, by_policy: pd.DataFrame) -> list[str]:

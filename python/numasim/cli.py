@@ -457,7 +457,7 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         tasks = (comparison.figure_tasks(out_dir, exp, versus) if versus is not None
                  else report.figure_tasks(out_dir, exp, summary, gains))  # fmt: skip
         app_tasks = app_report.figure_tasks(out_dir, exp, apps) if apps is not None else []
-        with report.draw_figures(tasks + app_tasks, jobs or os.cpu_count() or 1) as drawing:
+        with report.FigureDrawing(tasks + app_tasks, jobs or os.cpu_count() or 1) as drawing:
             files = report.write_tables(out_dir, runs, summary, gains)
             if versus is not None:
                 files += comparison.write_tables(out_dir, exp, versus)
@@ -469,7 +469,7 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         figures = [p for paths in done[: len(tasks)] for p in paths]
         if versus is not None:
             versus.figures += figures
-            figures = versus.figures  # as comparison.write_figures returns it
+            figures = versus.figures  # one list, as the comparison's page and this text read it
         if apps is not None:
             figures += app_report.record(apps, done[len(tasks) :])
     ablation, ablation_files = None, []

@@ -59,7 +59,7 @@ class Comparison:
     claims: list[claims.ClaimResult]
     confidence: float
     locality: tuple[str, str, float]
-    #: The figures written (``write_figures``).
+    #: The figures written (``figure_tasks``).
     figures: list[Path] = field(default_factory=list)
 
 
@@ -249,7 +249,7 @@ def figure(exp: Experiment, c: Comparison, machine: str):
 
 def figure_tasks(out: Path, exp: Experiment, c: Comparison) -> list[report.FigureTask]:
     """Per machine, a task that writes ``figures/NAME-MACHINE.{png,svg}``, byte-reproducible
-    (report.save_figure); ``report.draw_figures`` runs them, and their files go in
+    (report.save_figure); ``report.FigureDrawing`` runs them, and their files go in
     ``c.figures``."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
@@ -259,13 +259,6 @@ def figure_tasks(out: Path, exp: Experiment, c: Comparison) -> list[report.Figur
         return lambda: report.save_figure(figure(exp, c, machine), stem)
 
     return [task(machine) for machine in exp.machines]
-
-
-def write_figures(out: Path, exp: Experiment, c: Comparison) -> list[Path]:
-    """The files of ``figure_tasks``, drawn here, one after the other."""
-    for task in figure_tasks(out, exp, c):
-        c.figures += task()
-    return c.figures
 
 
 # --- ablation and page --------------------------------------------------------------------

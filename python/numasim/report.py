@@ -453,7 +453,7 @@ def figure_tasks(out: Path, exp: Experiment, summary: pd.DataFrame,
                  gains: pd.DataFrame) -> list[FigureTask]:  # fmt: skip
     """Per machine and workload, a task that writes ``figures/NAME-MACHINE-WORKLOAD.{png,svg}``
     (see ``figure``) and returns the two files; the same data give the same bytes (no dates or
-    software versions, a fixed SVG id salt). ``draw_figures`` runs them."""
+    software versions, a fixed SVG id salt). ``FigureDrawing`` runs them."""
     fig_dir = out / "figures"
     fig_dir.mkdir(exist_ok=True)
 
@@ -474,7 +474,8 @@ FigureTask = Callable[[], list[Path]]
 
 
 class FigureDrawing:
-    """Draws ``tasks`` in up to ``jobs`` processes forked from this one while the caller goes
+    """``with FigureDrawing(tasks, jobs) as drawing: ...; files = drawing.result()``. Draws
+    ``tasks`` in up to ``jobs`` processes forked from this one while the caller goes
     on (the CLI writes the tables); ``result()`` waits and gives each task's files, in order.
 
     The processes inherit the tasks, closures over the results, so only the paths come back
@@ -531,12 +532,6 @@ class FigureDrawing:
             for i, paths in zip(share, value, strict=True):
                 files[i] = paths
         return files
-
-
-def draw_figures(tasks: list[FigureTask], jobs: int) -> FigureDrawing:
-    """``with draw_figures(tasks, jobs) as drawing: ...; files = drawing.result()``: see
-    ``FigureDrawing``."""
-    return FigureDrawing(tasks, jobs)
 
 
 def _draw_share(tasks: list[FigureTask], share: list[int], send: Any) -> None:
