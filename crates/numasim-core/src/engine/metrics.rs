@@ -234,17 +234,16 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
     let trace_events = std::mem::take(&mut s.trace_events);
     // Nothing below reads the thread groups' state: freed before the results are built, so a
     // run's peak memory is not its state and its results at once (a million processes: 0.3 GB).
-    drop(std::mem::take(&mut s.groups));
+    drop(std::mem::take(&mut s.w.groups));
     let events = s.events_processed;
     let s = &s;
-    let m = s.machine;
+    let (m, procs, workload) = (s.w.machine, &s.w.procs, s.w.workload);
     let nlev = s.mals.len();
-    let processes: Vec<ProcResult> = s
-        .procs
+    let processes: Vec<ProcResult> = procs
         .iter()
         .enumerate()
         .map(|(pid, p)| {
-            let w = &s.workload.processes[pid];
+            let w = &workload.processes[pid];
             let completion = p.completion_ns.expect("every process completed");
             let first = p.first_run_ns.expect("every process ran");
             let cpu_ns: u64 = p.run_ns_by_node.iter().map(|(_, ns)| ns).sum();
@@ -318,21 +317,19 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         (tats[n / 2 - 1] + tats[n / 2]) / 2.0
     };
     let p95 = tats[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let makespan_ns = s
-        .procs
+    let makespan_ns = procs
         .iter()
         .filter_map(|p| p.completion_ns)
         .max()
         .unwrap_or(0);
-    let first_arrival = s
-        .workload
+    let first_arrival = workload
         .processes
         .iter()
         .map(|p| p.arrival_ns)
         .min()
         .unwrap_or(0);
     let span = (makespan_ns - first_arrival).max(1) as f64;
-    let utilisation_per_cpu: Vec<f64> = s.cpus.iter().map(|c| c.busy_ns as f64 / span).collect();
+    let utilisation_per_cpu: Vec<f64> = s.w.cpus.iter().map(|c| c.busy_ns as f64 / span).collect();
     let mut by_kind = vec![0u64; MigrationKind::ALL.len()];
     let mut by_level = vec![0u64; nlev];
     for p in &processes {
@@ -421,8 +418,8 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
 
 /// Per application: completion of its last thread, where its threads ran, its remote share.
 fn app_results(s: &State<'_>, processes: &[ProcResult]) -> Vec<AppResult> {
-    let nodes = s.machine.nodes();
-    s.workload
+    let nodes = s.w.machine.nodes();
+    s.w.workload
         .apps
         .iter()
         .zip(&s.app_bins)

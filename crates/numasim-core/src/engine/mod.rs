@@ -50,7 +50,7 @@ use crate::assumptions::{Memory, SliceCharge};
 use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
-use crate::interface::{Attempt, BalanceKind, MigrationKind, PState, Pid, Policy, View};
+use crate::interface::{Attempt, BalanceKind, MigrationKind, PState, Pid, Policy, View, World};
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
 use crate::state::{CpuState, GroupState, ProcState, SyncPoints};
@@ -114,33 +114,20 @@ struct BalanceStats {
 }
 
 struct State<'a> {
-    now: u64,
-    /// `now / tick_ns`, the tick whose load averages are read (kept with `now`: [`State::set_now`]).
-    tick: u64,
+    /// What policies see of the run (through a [`View`]: one pointer, made at every call).
+    w: World<'a>,
     seq: u64,
-    machine: &'a Machine,
-    domains: &'a Domains,
-    config: &'a EngineConfig,
-    workload: &'a Workload,
     events: QuaternaryHeap<Reverse<(u64, u64, Event)>>,
-    cpus: Vec<CpuState>,
-    procs: Vec<ProcState>,
-    groups: Vec<GroupState>,
     mals: Vec<u32>,
     done: usize,
     stats: BalanceStats,
     trace: Vec<Slice>,
     trace_events: TraceEvents,
     events_processed: u64,
-    held: std::collections::BTreeSet<Pid>,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
     /// Processes to arrive, by arrival time then pid (read in order by `drive`).
     arrivals: Vec<Pid>,
-    /// CPUs with two or more runnable tasks.
-    overloaded: crate::cpuset::CpuSet,
-    /// Load sums of the domains' groups, kept within a tick.
-    group_loads: crate::load::GroupLoads,
     /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
     app_bins: Vec<Vec<(f64, f64)>>,
     /// The slice a running process gets before the next queued one runs: the policy's
@@ -157,25 +144,12 @@ const WORK_EPS: f64 = 1e-3;
 impl<'a> State<'a> {
     /// Moves the clock to `now`.
     fn set_now(&mut self, now: u64) {
-        self.now = now;
-        self.tick = now / self.config.tick_ns;
+        self.w.now = now;
+        self.w.tick = now / self.w.config.tick_ns;
     }
 
     fn view(&self) -> View<'_> {
-        View {
-            now: self.now,
-            machine: self.machine,
-            domains: self.domains,
-            config: self.config,
-            cpus: &self.cpus,
-            procs: &self.procs,
-            groups: &self.groups,
-            workload: self.workload,
-            held: &self.held,
-            overloaded: &self.overloaded,
-            group_loads: &self.group_loads,
-            tick: self.tick,
-        }
+        View::new(&self.w)
     }
 
     /// PELT (kept only when the policy asks, `Policy::tracks_pelt`): after a change of `pid`'s
@@ -187,9 +161,9 @@ impl<'a> State<'a> {
         if !self.pelt {
             return;
         }
-        let now = self.now;
-        let p = &self.procs[pid];
-        let running = self.cpus[p.cpu].current == Some(pid);
+        let now = self.w.now;
+        let p = &self.w.procs[pid];
+        let running = self.w.cpus[p.cpu].current == Some(pid);
         let runnable = running || p.state == PState::Runnable;
         let target = match p.state {
             PState::Runnable | PState::Running | PState::Blocked => Some(p.cpu),
@@ -200,20 +174,20 @@ impl<'a> State<'a> {
         if old != target {
             if let Some(c) = old {
                 self.cpu_pelt_sync(c);
-                self.cpus[c].pelt.sub(&t);
+                self.w.cpus[c].pelt.sub(&t);
             }
             if let Some(c) = target {
                 self.cpu_pelt_sync(c);
-                if !self.procs[pid].pelt_started {
-                    t = crate::load::Pelt::new_task(&self.cpus[c].pelt, now);
-                    self.procs[pid].pelt_started = true;
+                if !self.w.procs[pid].pelt_started {
+                    t = crate::load::Pelt::new_task(&self.w.cpus[c].pelt, now);
+                    self.w.procs[pid].pelt_started = true;
                 }
-                self.cpus[c].pelt.add(&t);
+                self.w.cpus[c].pelt.add(&t);
             }
         } else if let Some(c) = target {
             self.cpu_pelt_sync(c);
         }
-        let p = &mut self.procs[pid];
+        let p = &mut self.w.procs[pid];
         p.pelt = t;
         p.pelt_ind = (f64::from(u8::from(runnable)), f64::from(u8::from(running)));
         p.pelt_cpu = target;
@@ -222,8 +196,8 @@ impl<'a> State<'a> {
     /// Brings `cpu`'s PELT sums up to now with the indicators they followed and records its
     /// current ones (runnable tasks, one running).
     fn cpu_pelt_sync(&mut self, cpu: CpuId) {
-        let now = self.now;
-        let c = &mut self.cpus[cpu];
+        let now = self.w.now;
+        let c = &mut self.w.cpus[cpu];
         c.pelt = c.pelt.at(now, c.pelt_ind.0, c.pelt_ind.1);
         c.pelt_ind = (
             c.nr_running() as f64,
@@ -239,51 +213,52 @@ impl<'a> State<'a> {
     /// After a change of `cpu`'s runqueue length: keeps the overloaded set and the groups'
     /// load sums up to date, and records the length (traced runs only).
     fn rq_changed(&mut self, cpu: CpuId) {
-        let nr = self.cpus[cpu].nr_running();
-        self.overloaded.set(cpu, nr >= 2);
+        let nr = self.w.cpus[cpu].nr_running();
+        self.w.overloaded.set(cpu, nr >= 2);
         // touch_load caught the averages up to now before the change.
-        let tick = self.tick;
-        let avg = self.cpus[cpu].load.get();
+        let tick = self.w.tick;
+        let avg = self.w.cpus[cpu].load.get();
         debug_assert!(avg.tick >= tick);
-        self.group_loads
-            .changed(cpu, &self.domains.member_of[cpu], tick, avg.cpu_load, nr);
-        if self.config.record_trace {
-            let n = self.cpus[cpu].nr_running();
+        self.w
+            .group_loads
+            .changed(cpu, &self.w.domains.member_of[cpu], tick, avg.cpu_load, nr);
+        if self.w.config.record_trace {
+            let n = self.w.cpus[cpu].nr_running();
             let rq = &mut self.trace_events.runqueue;
             match rq.last_mut() {
-                Some(last) if last.0 == self.now && last.1 == cpu => last.2 = n,
-                _ => rq.push((self.now, cpu, n)),
+                Some(last) if last.0 == self.w.now && last.1 == cpu => last.2 = n,
+                _ => rq.push((self.w.now, cpu, n)),
             }
         }
     }
 
     /// Applies pending ticks to `cpu`'s load averages before its load changes.
     fn touch_load(&mut self, cpu: CpuId) {
-        self.cpus[cpu].load_at(self.tick);
+        self.w.cpus[cpu].load_at(self.w.tick);
     }
 
     /// `(L, remote share)` of `pid` running on `cpu` (crate::memory).
     fn remote_factor(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
-        let tgid = self.workload.processes[pid].tgid as usize;
-        let node = self.machine.cpu_node(cpu);
-        self.groups[tgid]
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        let node = self.w.machine.cpu_node(cpu);
+        self.w.groups[tgid]
             .memory
-            .remote_factor(self.machine, node, pid - tgid)
+            .remote_factor(self.w.machine, node, pid - tgid)
     }
 
     /// Progress per ns of `pid` on `cpu`, with its `(L, remote share)`.
     fn rate(&self, pid: Pid, cpu: CpuId) -> (f64, (f64, f64)) {
-        let m = self.workload.processes[pid].mem;
+        let m = self.w.workload.processes[pid].mem;
         let (l, share) = self.remote_factor(pid, cpu);
-        (self.machine.speed(cpu) / ((1.0 - m) + m * l), (l, share))
+        (self.w.machine.speed(cpu) / ((1.0 - m) + m * l), (l, share))
     }
 
     /// Accounts the running process's progress on `cpu` up to now.
     fn advance(&mut self, cpu: CpuId) {
-        let now = self.now;
-        let c = &self.cpus[cpu];
+        let now = self.w.now;
+        let c = &self.w.cpus[cpu];
         let Some(pid) = c.current else {
-            self.cpus[cpu].acct_ns = now;
+            self.w.cpus[cpu].acct_ns = now;
             return;
         };
         let from = c.acct_ns;
@@ -293,10 +268,10 @@ impl<'a> State<'a> {
         let stalled = c.stall_until.clamp(from, now) - from;
         let productive = (now - from - stalled) as f64;
         let (rate, (l, remote_share)) = self.rate(pid, cpu);
-        let m = self.workload.processes[pid].mem;
-        let node = self.machine.cpu_node(cpu);
-        let fast = self.machine.speed(cpu) > 1.0;
-        let p = &mut self.procs[pid];
+        let m = self.w.workload.processes[pid].mem;
+        let node = self.w.machine.cpu_node(cpu);
+        let fast = self.w.machine.speed(cpu) > 1.0;
+        let p = &mut self.w.procs[pid];
         // Event times are whole ns rounded up: never credit more work than the burst has left.
         let work = (productive * rate).min(p.burst_left.max(0.0));
         p.remaining -= work;
@@ -320,27 +295,27 @@ impl<'a> State<'a> {
         p.remote_share_ns += remote_share * wall as f64;
         p.mem_time_ns += productive * (m * l) / ((1.0 - m) + m * l);
         p.slice_left_ns = p.slice_left_ns.saturating_sub(wall);
-        self.cpus[cpu].busy_ns += wall;
-        self.cpus[cpu].acct_ns = now;
-        let tgid = self.workload.processes[pid].tgid as usize;
-        if let Some(app) = self.groups[tgid].app {
+        self.w.cpus[cpu].busy_ns += wall;
+        self.w.cpus[cpu].acct_ns = now;
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        if let Some(app) = self.w.groups[tgid].app {
             metrics::bin_remote_share(&mut self.app_bins[app], from, now, remote_share);
         }
     }
 
     /// (Re)schedules the milestone of `cpu`'s running process: end of burst or of slice.
     fn schedule_milestone(&mut self, cpu: CpuId) {
-        self.cpus[cpu].milestone_gen += 1;
-        let Some(pid) = self.cpus[cpu].current else {
+        self.w.cpus[cpu].milestone_gen += 1;
+        let Some(pid) = self.w.cpus[cpu].current else {
             return;
         };
         let (rate, _) = self.rate(pid, cpu);
-        let start = self.cpus[cpu].stall_until.max(self.now);
-        let p = &self.procs[pid];
+        let start = self.w.cpus[cpu].stall_until.max(self.w.now);
+        let p = &self.w.procs[pid];
         let need = (p.burst_left.max(0.0) / rate).ceil() as u64;
         let t_work = start + need;
-        let t_slice = self.now + p.slice_left_ns.max(1);
-        let gen = self.cpus[cpu].milestone_gen;
+        let t_slice = self.w.now + p.slice_left_ns.max(1);
+        let gen = self.w.cpus[cpu].milestone_gen;
         self.push(t_work.min(t_slice), Event::Milestone(cpu, gen));
     }
 
@@ -350,55 +325,55 @@ impl<'a> State<'a> {
             return;
         }
         self.advance(cpu);
-        let c = &mut self.cpus[cpu];
-        c.stall_until = c.stall_until.max(self.now) + ns;
+        let c = &mut self.w.cpus[cpu];
+        c.stall_until = c.stall_until.max(self.w.now) + ns;
         self.schedule_milestone(cpu);
     }
 
     fn first_touch(&mut self, pid: Pid, node: usize) {
-        let tgid = self.workload.processes[pid].tgid as usize;
-        let g = &mut self.groups[tgid];
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        let g = &mut self.w.groups[tgid];
         g.memory.first_touch(pid - tgid, node, g.threads);
     }
 
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
         self.touch_load(cpu);
-        let node = self.machine.cpu_node(cpu);
-        let tgid = self.workload.processes[pid].tgid as usize;
-        let g = &mut self.groups[tgid];
+        let node = self.w.machine.cpu_node(cpu);
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        let g = &mut self.w.groups[tgid];
         g.count_on_node(node, 1);
-        let p = &mut self.procs[pid];
+        let p = &mut self.w.procs[pid];
         if g.threads > 1 && p.live_node != Some(node as u32) {
             g.move_live(p.live_node.map(|n| n as usize), Some(node));
             p.live_node = Some(node as u32);
         }
         p.state = PState::Runnable;
         p.cpu = cpu;
-        self.cpus[cpu].queue.push_back(pid);
+        self.w.cpus[cpu].queue.push_back(pid);
         self.rq_changed(cpu);
         self.pelt_update(pid);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
-        let node = self.machine.cpu_node(cpu);
-        let tgid = self.workload.processes[pid].tgid as usize;
-        self.groups[tgid].count_on_node(node, -1);
+        let node = self.w.machine.cpu_node(cpu);
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        self.w.groups[tgid].count_on_node(node, -1);
     }
 
     /// Stops the running process of `cpu` (it stays on no queue).
     fn take_current(&mut self, cpu: CpuId) -> Pid {
         self.advance(cpu);
         self.touch_load(cpu);
-        let pid = self.cpus[cpu].current.take().expect("a running process");
-        self.cpus[cpu].milestone_gen += 1;
+        let pid = self.w.cpus[cpu].current.take().expect("a running process");
+        self.w.cpus[cpu].milestone_gen += 1;
         self.rq_changed(cpu);
-        self.procs[pid].last_ran_ns = Some(self.now);
-        if self.config.record_trace {
+        self.w.procs[pid].last_ran_ns = Some(self.w.now);
+        if self.w.config.record_trace {
             self.trace.push(Slice {
                 cpu,
                 pid,
-                start_ns: self.procs[pid].run_start_ns,
-                end_ns: self.now,
+                start_ns: self.w.procs[pid].run_start_ns,
+                end_ns: self.w.now,
             });
         }
         pid
@@ -406,37 +381,37 @@ impl<'a> State<'a> {
 
     /// Runs the next queued process if the CPU has none running.
     fn dispatch(&mut self, policy: &mut dyn Policy, cpu: CpuId) {
-        if self.cpus[cpu].current.is_some() {
+        if self.w.cpus[cpu].current.is_some() {
             return;
         }
-        let Some(pid) = self.cpus[cpu].queue.pop_front() else {
+        let Some(pid) = self.w.cpus[cpu].queue.pop_front() else {
             return;
         };
-        let now = self.now;
-        self.cpus[cpu].current = Some(pid);
-        self.cpus[cpu].acct_ns = now;
-        if self.procs[pid].first_run_ns.is_none() {
-            self.procs[pid].first_run_ns = Some(now);
+        let now = self.w.now;
+        self.w.cpus[cpu].current = Some(pid);
+        self.w.cpus[cpu].acct_ns = now;
+        if self.w.procs[pid].first_run_ns.is_none() {
+            self.w.procs[pid].first_run_ns = Some(now);
             // `memory=parent` set the origin at creation (`place`); `first-run` sets it here.
-            let origin = *self.procs[pid].origin_cpu.get_or_insert(cpu);
+            let origin = *self.w.procs[pid].origin_cpu.get_or_insert(cpu);
             let node = policy.first_touch_node(&self.view(), pid, origin);
-            let node = if node < self.machine.nodes() {
+            let node = if node < self.w.machine.nodes() {
                 node
             } else {
-                self.machine.cpu_node(origin)
+                self.w.machine.cpu_node(origin)
             };
             self.first_touch(pid, node);
         }
-        self.procs[pid].state = PState::Running;
+        self.w.procs[pid].state = PState::Running;
         self.pelt_update(pid);
-        let p = &mut self.procs[pid];
+        let p = &mut self.w.procs[pid];
         p.run_start_ns = now;
         if p.slice_left_ns == 0 {
             p.slice_left_ns = self.slice_ns;
         }
         let refill = std::mem::take(&mut p.refill_pending_ns);
         p.refill_ns += refill;
-        let c = &mut self.cpus[cpu];
+        let c = &mut self.w.cpus[cpu];
         c.stall_until = c.stall_until.max(now) + refill;
         self.schedule_milestone(cpu);
     }
@@ -444,28 +419,28 @@ impl<'a> State<'a> {
     /// Enqueues a new or woken process on `cpu`, counting a placement or wake-up migration
     /// when it lands away from its parent's CPU (new) or the CPU it slept on (woken).
     fn place(&mut self, pid: Pid, cpu: CpuId) {
-        if self.procs[pid].first_run_ns.is_none() {
-            let spawn = self.workload.processes[pid].spawn_cpu as usize;
-            if self.config.assumptions.memory == Memory::Parent {
+        if self.w.procs[pid].first_run_ns.is_none() {
+            let spawn = self.w.workload.processes[pid].spawn_cpu as usize;
+            if self.w.config.assumptions.memory == Memory::Parent {
                 // Created on its parent's CPU: its memory and origin are there (SPEC §10).
-                self.procs[pid].origin_cpu = Some(spawn);
+                self.w.procs[pid].origin_cpu = Some(spawn);
             }
             if cpu != spawn {
                 // Placement is where the process first runs, so it pays no cache refill.
                 let level = self.level_of(spawn, cpu);
-                self.procs[pid].count_migration(MigrationKind::Placement, level);
-                if self.config.record_trace {
+                self.w.procs[pid].count_migration(MigrationKind::Placement, level);
+                if self.w.config.record_trace {
                     let kind = MigrationKind::Placement.name();
                     self.trace_events
                         .migrations
-                        .push((self.now, pid, spawn, cpu, kind.into()));
+                        .push((self.w.now, pid, spawn, cpu, kind.into()));
                 }
             }
         } else {
-            let prev = self.procs[pid].cpu;
+            let prev = self.w.procs[pid].cpu;
             // A process a policy took off its processor (`holds`) is given one again: a
             // processor allocation, counted as a placement (with the refill of a migration).
-            let kind = if std::mem::take(&mut self.procs[pid].preempted) {
+            let kind = if std::mem::take(&mut self.w.procs[pid].preempted) {
                 MigrationKind::Placement
             } else {
                 MigrationKind::Wakeup
@@ -479,30 +454,32 @@ impl<'a> State<'a> {
 
     fn level_of(&self, from: CpuId, to: CpuId) -> usize {
         let d = self
+            .w
             .machine
-            .distance(self.machine.cpu_node(from), self.machine.cpu_node(to));
+            .distance(self.w.machine.cpu_node(from), self.w.machine.cpu_node(to));
         self.mals
             .binary_search(&d)
             .expect("a distance of the table")
     }
 
     fn record_migration(&mut self, pid: Pid, from: CpuId, to: CpuId, kind: MigrationKind) {
-        if self.config.record_trace {
+        if self.w.config.record_trace {
             self.trace_events
                 .migrations
-                .push((self.now, pid, from, to, kind.name().into()));
+                .push((self.w.now, pid, from, to, kind.name().into()));
         }
         let level = self.level_of(from, to);
         let refill = if level == 0 {
-            self.config.refill_in_node_ns
+            self.w.config.refill_in_node_ns
         } else {
             let d = self
+                .w
                 .machine
-                .distance(self.machine.cpu_node(from), self.machine.cpu_node(to));
-            self.config.refill_per_distance_ns * u64::from(d)
+                .distance(self.w.machine.cpu_node(from), self.w.machine.cpu_node(to));
+            self.w.config.refill_per_distance_ns * u64::from(d)
         };
-        let cross = self.machine.speed(from) != self.machine.speed(to);
-        let p = &mut self.procs[pid];
+        let cross = self.w.machine.speed(from) != self.w.machine.speed(to);
+        let p = &mut self.w.procs[pid];
         p.count_migration(kind, level);
         p.refill_pending_ns += refill;
         p.class_migrations += u32::from(cross);
@@ -519,26 +496,26 @@ impl<'a> State<'a> {
     ) -> Vec<CpuId> {
         let mut touched = Vec::new();
         if let Some(c) = cpu {
-            if slot == 1 || (slot == 0 && self.cpus[c].current.is_none()) {
+            if slot == 1 || (slot == 0 && self.w.cpus[c].current.is_none()) {
                 self.stats.idle_attempts[c] += 1;
             }
         }
         for &pid in &attempt.holds {
-            let Some(p) = self.procs.get(pid) else {
+            let Some(p) = self.w.procs.get(pid) else {
                 self.stats.rejected += 1;
                 continue;
             };
             let from = p.cpu;
             let running =
-                matches!(p.state, PState::Running) && self.cpus[from].current == Some(pid);
+                matches!(p.state, PState::Running) && self.w.cpus[from].current == Some(pid);
             let queued =
-                matches!(p.state, PState::Runnable) && self.cpus[from].queue.contains(&pid);
+                matches!(p.state, PState::Runnable) && self.w.cpus[from].queue.contains(&pid);
             if running {
                 self.take_current(from);
                 self.vacated.push(from);
             } else if queued {
                 self.touch_load(from);
-                let q = &mut self.cpus[from].queue;
+                let q = &mut self.w.cpus[from].queue;
                 let at = q.iter().position(|&x| x == pid).expect("checked");
                 q.remove(at);
                 self.rq_changed(from);
@@ -547,14 +524,14 @@ impl<'a> State<'a> {
                 continue;
             }
             self.leave_node(pid, from);
-            let p = &mut self.procs[pid];
+            let p = &mut self.w.procs[pid];
             p.state = PState::Held;
             p.preempted = true;
-            self.held.insert(pid);
+            self.w.held.insert(pid);
             self.pelt_update(pid);
         }
         for &(pid, to) in &attempt.places {
-            if to >= self.cpus.len() || !self.held.remove(&pid) {
+            if to >= self.w.cpus.len() || !self.w.held.remove(&pid) {
                 self.stats.rejected += 1;
                 continue;
             }
@@ -562,15 +539,17 @@ impl<'a> State<'a> {
             touched.push(to);
         }
         for mv in &attempt.moves {
-            let valid = mv.from < self.cpus.len() && mv.to < self.cpus.len() && mv.from != mv.to;
+            let valid =
+                mv.from < self.w.cpus.len() && mv.to < self.w.cpus.len() && mv.from != mv.to;
             let queued = valid
                 && self
+                    .w
                     .procs
                     .get(mv.pid)
                     .is_some_and(|p| p.state == PState::Runnable && p.cpu == mv.from)
-                && self.cpus[mv.from].queue.contains(&mv.pid);
+                && self.w.cpus[mv.from].queue.contains(&mv.pid);
             // The running process may move too (preempted, as by a migration thread).
-            let running = valid && self.cpus[mv.from].current == Some(mv.pid);
+            let running = valid && self.w.cpus[mv.from].current == Some(mv.pid);
             if !queued && !running {
                 self.stats.rejected += 1;
                 continue;
@@ -580,7 +559,7 @@ impl<'a> State<'a> {
                 self.vacated.push(mv.from);
             } else {
                 self.touch_load(mv.from);
-                let q = &mut self.cpus[mv.from].queue;
+                let q = &mut self.w.cpus[mv.from].queue;
                 let at = q.iter().position(|&p| p == mv.pid).expect("checked");
                 q.remove(at);
                 self.rq_changed(mv.from);
@@ -593,19 +572,19 @@ impl<'a> State<'a> {
         let moved = touched.len();
         if !attempt.pages.is_empty() {
             // Account the past at the old speeds before the pages move.
-            for c in 0..self.cpus.len() {
+            for c in 0..self.w.cpus.len() {
                 self.advance(c);
             }
         }
         for pm in &attempt.pages {
-            self.groups[pm.tgid]
+            self.w.groups[pm.tgid]
                 .memory
                 .migrate(pm.from_node, pm.to_node, pm.share);
         }
-        let cost = self.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
-            + self.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
-            + self.config.cost_per_evaluation_ns * u64::from(attempt.evaluations)
-            + self.config.cost_per_migration_ns * moved as u64
+        let cost = self.w.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
+            + self.w.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
+            + self.w.config.cost_per_evaluation_ns * u64::from(attempt.evaluations)
+            + self.w.config.cost_per_migration_ns * moved as u64
             + attempt.work_ns;
         self.stats.cost_ns += cost;
         self.stats.evaluations += u64::from(attempt.evaluations);
@@ -616,28 +595,28 @@ impl<'a> State<'a> {
         }
         inv[level] += 1;
         self.stats.moved[slot][level] += moved as u64;
-        if self.config.record_trace {
+        if self.w.config.record_trace {
             let kind = ["periodic", "newidle", "active", "other"][slot];
             let at = cpu.unwrap_or(MACHINE_WIDE);
             self.trace_events
                 .balances
-                .push((self.now, at, level, kind.into(), moved));
+                .push((self.w.now, at, level, kind.into(), moved));
         }
         if let Some(cpu) = cpu {
-            self.cpus[cpu].balance_ns += cost;
-            if self.config.assumptions.slice == SliceCharge::Work {
-                if let Some(pid) = self.cpus[cpu].current {
+            self.w.cpus[cpu].balance_ns += cost;
+            if self.w.config.assumptions.slice == SliceCharge::Work {
+                if let Some(pid) = self.w.cpus[cpu].current {
                     // The stall is wall time of the running slice: give it back (`slice=work`).
                     self.advance(cpu);
-                    self.procs[pid].slice_left_ns += cost;
+                    self.w.procs[pid].slice_left_ns += cost;
                 }
             }
             self.stall(cpu, cost);
         }
         if !attempt.pages.is_empty() {
             // Page moves change the speed of every running thread of the moved groups.
-            for c in 0..self.cpus.len() {
-                if self.cpus[c].current.is_some() {
+            for c in 0..self.w.cpus.len() {
+                if self.w.cpus[c].current.is_some() {
                     self.schedule_milestone(c);
                 }
             }
@@ -707,17 +686,25 @@ impl<'a> State<'a> {
             })
             .collect();
         State {
-            now: 0,
-            tick: 0,
+            w: World {
+                now: 0,
+                tick: 0,
+                machine,
+                domains,
+                config,
+                workload,
+                cpus: vec![CpuState::default(); machine.cpus()],
+                procs,
+                groups,
+                held: std::collections::BTreeSet::new(),
+                overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
+                group_loads: crate::load::GroupLoads::new(
+                    domains.group_spans.iter().map(|s| s.len()).collect(),
+                    machine.cpus(),
+                ),
+            },
             seq: 0,
-            machine,
-            domains,
-            config,
-            workload,
             events: QuaternaryHeap::new(),
-            cpus: vec![CpuState::default(); machine.cpus()],
-            procs,
-            groups,
             mals,
             done: 0,
             stats: BalanceStats {
@@ -727,14 +714,8 @@ impl<'a> State<'a> {
             trace: Vec::new(),
             trace_events: TraceEvents::default(),
             events_processed: 0,
-            held: std::collections::BTreeSet::new(),
             vacated: Vec::new(),
             arrivals: Vec::new(),
-            overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
-            group_loads: crate::load::GroupLoads::new(
-                domains.group_spans.iter().map(|s| s.len()).collect(),
-                machine.cpus(),
-            ),
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
             pelt: false,
@@ -769,20 +750,20 @@ pub fn run(
 
 /// Runs the event loop from `s` until every process has completed.
 fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
-    let n = s.workload.processes.len();
+    let n = s.w.workload.processes.len();
     if let Some(slice) = policy.timeslice_ns().filter(|&t| t > 0) {
         s.slice_ns = slice;
-        for p in &mut s.procs {
+        for p in &mut s.w.procs {
             p.slice_left_ns = p.slice_left_ns.min(slice);
         }
     }
     s.pelt = policy.tracks_pelt();
-    for cpu in 0..s.machine.cpus() {
+    for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
     let global_period = policy.global_period_ns().filter(|&p| p > 0);
     if let Some(period) = global_period {
-        s.push(s.now + period, Event::Global);
+        s.push(s.w.now + period, Event::Global);
     }
     let mut next_arrival = 0;
     while s.done < n {
@@ -790,7 +771,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
         let arrival = s
             .arrivals
             .get(next_arrival)
-            .map(|&pid| (s.workload.processes[pid].arrival_ns, pid))
+            .map(|&pid| (s.w.workload.processes[pid].arrival_ns, pid))
             .filter(|&(t, _)| s.events.peek().is_none_or(|Reverse((te, _, _))| t <= *te));
         let next = match arrival {
             Some((t, pid)) => {
@@ -808,20 +789,20 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 ),
             ));
         };
-        debug_assert!(t >= s.now, "time never goes backwards");
+        debug_assert!(t >= s.w.now, "time never goes backwards");
         s.set_now(t);
         s.events_processed += 1;
         match ev {
             Event::Arrive(pid) => arrive(&mut s, policy, pid),
             Event::Milestone(cpu, gen) => {
-                if gen == s.cpus[cpu].milestone_gen {
+                if gen == s.w.cpus[cpu].milestone_gen {
                     milestone(&mut s, policy, cpu);
                 }
             }
             Event::IoDone(pid) => io_done(&mut s, policy, pid),
             Event::SyncDone(pid) => sync_done(&mut s, policy, pid),
             Event::Balance(cpu, gen) => {
-                if gen == s.cpus[cpu].balance_gen {
+                if gen == s.w.cpus[cpu].balance_gen {
                     periodic(&mut s, policy, cpu);
                 }
             }
@@ -843,20 +824,20 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
 
 /// The segment plan of `pid` if it is a thread of a structured application.
 fn plan_of<'w>(s: &State<'w>, pid: Pid) -> Option<&'w [crate::apps::Segment]> {
-    let tgid = s.workload.processes[pid].tgid as usize;
-    let app = s.groups[tgid].app?;
-    Some(&s.workload.apps[app].plans[pid - tgid])
+    let tgid = s.w.workload.processes[pid].tgid as usize;
+    let app = s.w.groups[tgid].app?;
+    Some(&s.w.workload.apps[app].plans[pid - tgid])
 }
 
 fn next_burst(s: &mut State<'_>, pid: Pid) {
     if let Some(plan) = plan_of(s, pid) {
-        let p = &mut s.procs[pid];
+        let p = &mut s.w.procs[pid];
         p.burst_left = plan[p.segment as usize].work_ns as f64;
-        p.segment_start_ns = s.now;
+        p.segment_start_ns = s.w.now;
         return;
     }
-    let w = &s.workload.processes[pid];
-    let p = &mut s.procs[pid];
+    let w = &s.w.workload.processes[pid];
+    let p = &mut s.w.procs[pid];
     p.burst_left = match w.kind {
         Kind::Cpu => p.remaining,
         Kind::Io => {
@@ -869,16 +850,16 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
 }
 
 fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let spawn = s.workload.processes[pid].spawn_cpu as usize;
+    let spawn = s.w.workload.processes[pid].spawn_cpu as usize;
     if let Some(wait) = plan_of(s, pid).and_then(|plan| plan[0].wait) {
-        let tgid = s.workload.processes[pid].tgid as usize;
-        if !s.groups[tgid].sync.reached(wait.point, wait.count) {
+        let tgid = s.w.workload.processes[pid].tgid as usize;
+        if !s.w.groups[tgid].sync.reached(wait.point, wait.count) {
             // A pipeline stage's thread with nothing to take yet: created, it blocks on its
             // queue at once (placed when released, as a new thread).
-            let p = &mut s.procs[pid];
+            let p = &mut s.w.procs[pid];
             p.state = PState::Blocked;
-            p.blocked_since = s.now;
-            s.groups[tgid].sync.wait(pid, wait.point, wait.count);
+            p.blocked_since = s.w.now;
+            s.w.groups[tgid].sync.wait(pid, wait.point, wait.count);
             return;
         }
     }
@@ -890,32 +871,32 @@ fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
 /// Puts a new or woken process on the CPU the policy chose, or holds it.
 fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId>) {
     match cpu {
-        Some(cpu) if cpu < s.cpus.len() => {
+        Some(cpu) if cpu < s.w.cpus.len() => {
             s.place(pid, cpu);
             become_busy(s, policy, cpu);
         }
         Some(_) => {
             s.stats.rejected += 1;
-            let cpu = s.procs[pid].cpu;
+            let cpu = s.w.procs[pid].cpu;
             s.place(pid, cpu);
             become_busy(s, policy, cpu);
         }
         None => {
-            s.procs[pid].state = PState::Held;
-            s.held.insert(pid);
+            s.w.procs[pid].state = PState::Held;
+            s.w.held.insert(pid);
             // Idle processors are offered the held work at once, lowest CPU first.
-            for cpu in 0..s.cpus.len() {
-                if s.held.is_empty() {
+            for cpu in 0..s.w.cpus.len() {
+                if s.w.held.is_empty() {
                     break;
                 }
-                if s.cpus[cpu].current.is_none() && s.cpus[cpu].queue.is_empty() {
+                if s.w.cpus[cpu].current.is_none() && s.w.cpus[cpu].queue.is_empty() {
                     if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
                         let received = s.apply(Some(cpu), 0, 3, attempt);
                         wake_receivers(s, policy, &received);
                     }
                 }
             }
-            if s.held.contains(&pid) {
+            if s.w.held.contains(&pid) {
                 if let Some(attempt) = policy.process_held(&s.view(), pid).as_ref() {
                     let received = s.apply(None, 0, 3, attempt);
                     wake_receivers(s, policy, &received);
@@ -926,16 +907,16 @@ fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId
 }
 
 fn become_busy(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
-    let was_idle = s.cpus[cpu].current.is_none();
+    let was_idle = s.w.cpus[cpu].current.is_none();
     s.dispatch(policy, cpu);
-    if was_idle && s.cpus[cpu].current.is_some() {
+    if was_idle && s.w.cpus[cpu].current.is_some() {
         refresh_balance_timer(s, policy, cpu);
     }
 }
 
 fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let p = &mut s.procs[pid];
-    p.io_wait_ns += s.now - p.blocked_since;
+    let p = &mut s.w.procs[pid];
+    p.io_wait_ns += s.w.now - p.blocked_since;
     wake(s, policy, pid);
 }
 
@@ -943,8 +924,8 @@ fn io_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
 /// policy's wake-up placement says; one blocked since it was created (a pipeline thread with
 /// nothing to take) is placed as a new thread, from its parent's CPU.
 fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let prev = s.procs[pid].cpu;
-    let never_ran = s.procs[pid].first_run_ns.is_none();
+    let prev = s.w.procs[pid].cpu;
+    let never_ran = s.w.procs[pid].first_run_ns.is_none();
     next_burst(s, pid);
     let cpu = if never_ran {
         policy.place_new(&s.view(), pid, prev)
@@ -964,27 +945,27 @@ enum AfterSegment {
 /// `pid` finished its current segment: signal its point (releasing the threads that waited for
 /// it, at this instant), and find what comes next.
 fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> AfterSegment {
-    let tgid = s.workload.processes[pid].tgid as usize;
-    let seg = s.procs[pid].segment as usize;
-    if s.config.record_trace {
-        let start = s.procs[pid].segment_start_ns;
+    let tgid = s.w.workload.processes[pid].tgid as usize;
+    let seg = s.w.procs[pid].segment as usize;
+    if s.w.config.record_trace {
+        let start = s.w.procs[pid].segment_start_ns;
         s.trace_events
             .segments
-            .push((pid, seg as u32, start, s.now));
+            .push((pid, seg as u32, start, s.w.now));
     }
     if let Some(point) = plan[seg].signal {
-        for released in s.groups[tgid].sync.signal(point) {
-            s.groups[tgid].waking += 1;
-            s.push(s.now, Event::SyncDone(released));
+        for released in s.w.groups[tgid].sync.signal(point) {
+            s.w.groups[tgid].waking += 1;
+            s.push(s.w.now, Event::SyncDone(released));
         }
     }
     let next = seg + 1;
     if next == plan.len() {
         return AfterSegment::Done;
     }
-    s.procs[pid].segment = next as u32;
+    s.w.procs[pid].segment = next as u32;
     match plan[next].wait {
-        Some(w) if !s.groups[tgid].sync.reached(w.point, w.count) => AfterSegment::Wait {
+        Some(w) if !s.w.groups[tgid].sync.reached(w.point, w.count) => AfterSegment::Wait {
             point: w.point,
             count: w.count,
         },
@@ -994,19 +975,19 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
 
 /// A thread released from a sync point wakes as from IO.
 fn sync_done(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
-    let tgid = s.workload.processes[pid].tgid as usize;
-    s.groups[tgid].waking -= 1;
-    let p = &mut s.procs[pid];
-    p.sync_wait_ns += s.now - p.blocked_since;
+    let tgid = s.w.workload.processes[pid].tgid as usize;
+    s.w.groups[tgid].waking -= 1;
+    let p = &mut s.w.procs[pid];
+    p.sync_wait_ns += s.w.now - p.blocked_since;
     wake(s, policy, pid);
 }
 
 fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     s.advance(cpu);
-    let pid = s.cpus[cpu]
+    let pid = s.w.cpus[cpu]
         .current
         .expect("a milestone has a running process");
-    let (burst_left, slice_left) = (s.procs[pid].burst_left, s.procs[pid].slice_left_ns);
+    let (burst_left, slice_left) = (s.w.procs[pid].burst_left, s.w.procs[pid].slice_left_ns);
     if burst_left <= WORK_EPS {
         let after = plan_of(s, pid).map(|plan| end_segment(s, pid, plan));
         if let Some(AfterSegment::Continue) = after {
@@ -1019,43 +1000,43 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         s.leave_node(pid, cpu);
         if let Some(AfterSegment::Wait { point, count }) = after {
             // At a barrier or an empty queue: off the runqueue until released (SyncDone).
-            let p = &mut s.procs[pid];
+            let p = &mut s.w.procs[pid];
             p.state = PState::Blocked;
-            p.blocked_since = s.now;
-            let tgid = s.workload.processes[pid].tgid as usize;
-            s.groups[tgid].sync.wait(pid, point, count);
+            p.blocked_since = s.w.now;
+            let tgid = s.w.workload.processes[pid].tgid as usize;
+            s.w.groups[tgid].sync.wait(pid, point, count);
             s.pelt_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
-        let p = &mut s.procs[pid];
+        let p = &mut s.w.procs[pid];
         if matches!(after, Some(AfterSegment::Done)) || p.remaining <= WORK_EPS {
             if let Some(node) = p.live_node.take() {
-                let tgid = s.workload.processes[pid].tgid as usize;
-                s.groups[tgid].move_live(Some(node as usize), None);
+                let tgid = s.w.workload.processes[pid].tgid as usize;
+                s.w.groups[tgid].move_live(Some(node as usize), None);
             }
-            let p = &mut s.procs[pid];
+            let p = &mut s.w.procs[pid];
             p.state = PState::Done;
-            p.completion_ns = Some(s.now);
+            p.completion_ns = Some(s.w.now);
             p.remaining = 0.0;
             s.done += 1;
-            let tgid = s.workload.processes[pid].tgid as usize;
-            s.groups[tgid].done += 1;
+            let tgid = s.w.workload.processes[pid].tgid as usize;
+            s.w.groups[tgid].done += 1;
         } else {
             p.state = PState::Blocked;
-            p.blocked_since = s.now;
-            let w = &s.workload.processes[pid];
+            p.blocked_since = s.w.now;
+            let w = &s.w.workload.processes[pid];
             let wait = Exp::new(1.0 / w.wait_mean_ns as f64)
                 .expect("positive mean")
                 .sample(&mut p.rng);
-            let t = s.now + (wait.round() as u64).max(1);
+            let t = s.w.now + (wait.round() as u64).max(1);
             s.push(t, Event::IoDone(pid));
         }
         s.pelt_update(pid);
         after_stop(s, policy, cpu);
     } else if slice_left == 0 {
-        s.procs[pid].slice_left_ns = s.slice_ns;
-        if s.cpus[cpu].queue.is_empty() {
+        s.w.procs[pid].slice_left_ns = s.slice_ns;
+        if s.w.cpus[cpu].queue.is_empty() {
             s.schedule_milestone(cpu);
         } else {
             let pid = s.take_current(cpu);
@@ -1073,16 +1054,16 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 /// balance newly-idle, or go idle.
 fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     s.dispatch(policy, cpu);
-    if s.cpus[cpu].current.is_some() {
+    if s.w.cpus[cpu].current.is_some() {
         return;
     }
     if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
-    let levels = s.domains.cpus[cpu].len();
+    let levels = s.w.domains.cpus[cpu].len();
     for level in 0..levels {
-        if s.cpus[cpu].current.is_some() {
+        if s.w.cpus[cpu].current.is_some() {
             break;
         }
         let attempt = policy.balance(&s.view(), cpu, level, BalanceKind::NewIdle);
@@ -1106,7 +1087,7 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
         let received = s.apply(None, 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
-    s.push(s.now + period, Event::Global);
+    s.push(s.w.now + period, Event::Global);
 }
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
@@ -1115,7 +1096,7 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
-    let levels = s.domains.cpus[cpu].len();
+    let levels = s.w.domains.cpus[cpu].len();
     let all = if levels >= 64 {
         u64::MAX
     } else {
@@ -1172,7 +1153,7 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
     }
     while let Some(cpu) = s.vacated.pop() {
         s.dispatch(policy, cpu);
-        if s.cpus[cpu].current.is_none() {
+        if s.w.cpus[cpu].current.is_none() {
             if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
                 let received = s.apply(Some(cpu), 0, 3, attempt);
                 for c in received {
@@ -1180,19 +1161,19 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
                 }
             }
         }
-        if s.cpus[cpu].current.is_none() {
+        if s.w.cpus[cpu].current.is_none() {
             refresh_balance_timer(s, policy, cpu);
         }
     }
 }
 
 fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
-    s.cpus[cpu].balance_gen += 1;
+    s.w.cpus[cpu].balance_gen += 1;
     if let Some(t) = policy.next_periodic_ns(&s.view(), cpu) {
         // Balancing runs from the tick: never at the current instant again.
-        let tick = s.config.tick_ns;
-        let t = t.max((s.now / tick + 1) * tick);
-        let gen = s.cpus[cpu].balance_gen;
+        let tick = s.w.config.tick_ns;
+        let t = t.max((s.w.now / tick + 1) * tick);
+        let gen = s.w.cpus[cpu].balance_gen;
         s.push(t, Event::Balance(cpu, gen));
     }
 }

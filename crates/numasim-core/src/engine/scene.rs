@@ -41,24 +41,24 @@ impl<'a> Scene<'a> {
     /// ran at `last_ran_ns`.
     pub fn put(&mut self, pid: Pid, cpu: CpuId, origin: CpuId, last_ran_ns: u64) -> &mut Self {
         let s = &mut self.0;
-        let node = s.machine.cpu_node(origin);
+        let node = s.w.machine.cpu_node(origin);
         s.first_touch(pid, node);
         super::next_burst(s, pid);
         {
-            let p = &mut s.procs[pid];
+            let p = &mut s.w.procs[pid];
             p.origin_cpu = Some(origin);
             p.first_run_ns = Some(0);
             p.last_ran_ns = Some(last_ran_ns);
         }
-        let idle = s.cpus[cpu].current.is_none();
+        let idle = s.w.cpus[cpu].current.is_none();
         s.enqueue(pid, cpu);
         if idle {
             // It runs: off the queue, onto the CPU (without dispatch's first-run work).
-            let c = &mut s.cpus[cpu];
+            let c = &mut s.w.cpus[cpu];
             c.queue.pop_back();
             c.current = Some(pid);
-            c.acct_ns = s.now;
-            s.procs[pid].state = PState::Running;
+            c.acct_ns = s.w.now;
+            s.w.procs[pid].state = PState::Running;
             s.pelt_update(pid);
         }
         self
@@ -79,7 +79,7 @@ impl<'a> Scene<'a> {
 
     /// The running process then the queue, in order.
     pub fn runqueue(&self, cpu: CpuId) -> Vec<Pid> {
-        let c = &self.0.cpus[cpu];
+        let c = &self.0.w.cpus[cpu];
         c.current
             .into_iter()
             .chain(c.queue.iter().copied())
@@ -91,16 +91,16 @@ impl<'a> Scene<'a> {
     pub fn finish(self, policy: &mut dyn Policy) -> Result<RunResult> {
         let mut s = self.0;
         s.vacated.clear();
-        for cpu in 0..s.cpus.len() {
-            if s.cpus[cpu].current.is_some() {
+        for cpu in 0..s.w.cpus.len() {
+            if s.w.cpus[cpu].current.is_some() {
                 s.schedule_milestone(cpu);
             } else {
                 s.dispatch(policy, cpu); // CPUs that received processes in `apply`
             }
         }
-        for pid in 0..s.procs.len() {
-            if s.procs[pid].state == PState::Pending {
-                let t = s.workload.processes[pid].arrival_ns.max(s.now);
+        for pid in 0..s.w.procs.len() {
+            if s.w.procs[pid].state == PState::Pending {
+                let t = s.w.workload.processes[pid].arrival_ns.max(s.w.now);
                 s.push(t, Event::Arrive(pid));
             }
         }

@@ -31,7 +31,7 @@ mod view;
 
 pub use crate::state::{MigrationKind, PState};
 pub use crate::workload::Pid;
-pub use view::{ProcInfo, ThreadPages, View};
+pub use view::{ProcInfo, ThreadPages, View, World};
 
 use crate::config::EngineConfig;
 use crate::domains::Domains;
