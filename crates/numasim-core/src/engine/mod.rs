@@ -1102,25 +1102,15 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     } else {
         (1 << levels) - 1
     };
-    // Only the levels the policy says may be due (bit l: level l); one view serves the checks
-    // of those that turn out not to be, until an attempt.
+    // Only the levels the policy says may be due (bit l: level l), lowest first.
     let mut due = policy.due_levels(&s.view(), cpu) & all;
     while due != 0 {
-        let view = s.view();
-        let mut level = 0;
-        let attempt = loop {
-            if due == 0 {
-                break None;
-            }
-            level = due.trailing_zeros() as usize;
-            due &= due - 1;
-            let attempt = policy.balance(&view, cpu, level, BalanceKind::Periodic);
-            if attempt.is_some() {
-                break attempt;
-            }
-        };
+        let level = due.trailing_zeros() as usize;
+        due &= due - 1;
+        // Used where the policy returned it (a view is one pointer: made per level).
+        let attempt = policy.balance(&s.view(), cpu, level, BalanceKind::Periodic);
         let Some(attempt) = attempt.as_ref() else {
-            break;
+            continue;
         };
         let active = attempt.active_from;
         let received = s.apply(Some(cpu), level, 0, attempt);
