@@ -40,7 +40,6 @@ pub mod scene;
 
 use dary_heap::QuaternaryHeap;
 use std::borrow::Cow;
-use std::cmp::Reverse;
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
@@ -87,7 +86,7 @@ pub struct TraceEvents {
     pub segments: Vec<(Pid, u32, u64, u64)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     Arrive(Pid),
     Milestone(CpuId, u64),
@@ -96,6 +95,44 @@ enum Event {
     SyncDone(Pid),
     Balance(CpuId, u64),
     Global,
+}
+
+/// An event in the heap, earliest first: by time, then by the sequence number it was
+/// scheduled with (unique, so two entries never tie and the event itself is never compared).
+/// Compared as one 128-bit key, `time << 64 | sequence`: the order of the `(time, sequence)`
+/// pair, at one comparison (the heap's sifts are most of its cost).
+#[derive(Debug, Clone, Copy)]
+struct Scheduled {
+    t: u64,
+    seq: u64,
+    ev: Event,
+}
+
+impl Scheduled {
+    fn key(&self) -> u128 {
+        (u128::from(self.t) << 64) | u128::from(self.seq)
+    }
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Scheduled {}
+
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scheduled {
+    /// Reversed: the heap is a max-heap, and the earliest goes first.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.key().cmp(&self.key())
+    }
 }
 
 /// Balancing statistics per (kind, level).
@@ -117,7 +154,7 @@ struct State<'a> {
     /// What policies see of the run (through a [`View`]: one pointer, made at every call).
     w: World<'a>,
     seq: u64,
-    events: QuaternaryHeap<Reverse<(u64, u64, Event)>>,
+    events: QuaternaryHeap<Scheduled>,
     mals: Vec<u32>,
     done: usize,
     stats: BalanceStats,
@@ -207,7 +244,11 @@ impl<'a> State<'a> {
 
     fn push(&mut self, t: u64, ev: Event) {
         self.seq += 1;
-        self.events.push(Reverse((t, self.seq, ev)));
+        self.events.push(Scheduled {
+            t,
+            seq: self.seq,
+            ev,
+        });
     }
 
     /// After a change of `cpu`'s runqueue length: keeps the overloaded set and the groups'
@@ -772,13 +813,13 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
             .arrivals
             .get(next_arrival)
             .map(|&pid| (s.w.workload.processes[pid].arrival_ns, pid))
-            .filter(|&(t, _)| s.events.peek().is_none_or(|Reverse((te, _, _))| t <= *te));
+            .filter(|&(t, _)| s.events.peek().is_none_or(|e| t <= e.t));
         let next = match arrival {
             Some((t, pid)) => {
                 next_arrival += 1;
                 Some((t, Event::Arrive(pid)))
             }
-            None => s.events.pop().map(|Reverse((t, _, ev))| (t, ev)),
+            None => s.events.pop().map(|e| (e.t, e.ev)),
         };
         let Some((t, ev)) = next else {
             return Err(InputError::new(
@@ -1165,5 +1206,36 @@ fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId)
         let t = t.max((s.w.now / tick + 1) * tick);
         let gen = s.w.cpus[cpu].balance_gen;
         s.push(t, Event::Balance(cpu, gen));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The heap gives events by time, and at one time in the order they were scheduled — also
+    /// where a later-scheduled event has a smaller pid or CPU, and across the 64-bit halves of
+    /// the key.
+    #[test]
+    fn events_come_by_time_then_by_scheduling() {
+        let mut heap = QuaternaryHeap::new();
+        let entries = [
+            (5, 3, Event::Arrive(0)),
+            (5, 1, Event::Balance(7, 2)),
+            (u64::MAX, 0, Event::Global),
+            (4, u64::MAX, Event::Milestone(3, 1)),
+            (5, 2, Event::IoDone(1)),
+            (0, 9, Event::SyncDone(2)),
+        ];
+        for (t, seq, ev) in entries {
+            heap.push(Scheduled { t, seq, ev });
+        }
+        let order: Vec<(u64, u64)> = std::iter::from_fn(|| heap.pop())
+            .map(|e| (e.t, e.seq))
+            .collect();
+        assert_eq!(
+            order,
+            [(0, 9), (4, u64::MAX), (5, 1), (5, 2), (5, 3), (u64::MAX, 0)]
+        );
     }
 }
