@@ -1203,7 +1203,7 @@ fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId)
     if let Some(t) = policy.next_periodic_ns(&s.view(), cpu) {
         // Balancing runs from the tick: never at the current instant again.
         let tick = s.w.config.tick_ns;
-        let t = t.max((s.w.now / tick + 1) * tick);
+        let t = t.max((s.w.tick + 1) * tick);
         let gen = s.w.cpus[cpu].balance_gen;
         s.push(t, Event::Balance(cpu, gen));
     }
