@@ -5,9 +5,10 @@
 //! `View::overloaded` with the CPUs that have two tasks or more; and `View::group_bound` with
 //! the group's instantaneous load per CPU, between its two averages.
 
+use numasim_core::assumptions::Assumptions;
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, PolicyContext, View};
+use numasim_core::interface::{Attempt, BalanceKind, Costs, Pid, Policy, PolicyContext, View};
 use numasim_core::load::GroupLoad;
 use numasim_core::machine::{CpuId, Machine};
 use numasim_core::policy::linux26::Linux26;
@@ -208,5 +209,162 @@ proptest! {
             (run(&mut Linux26::new(&ctx)), run(&mut EveryLevel(Linux26::new(&ctx))))
         };
         prop_assert_eq!(serde_json::to_string(&due).unwrap(), serde_json::to_string(&every).unwrap());
+    }
+}
+
+/// A policy built by name, with `Policy::quiet_periodic` answered by it (`quiet`) or left at
+/// the default (false: the engine asks `tick`, `due_levels` and `balance` at every periodic
+/// balancing); counts the periodic balancings it did in one call.
+struct Quiet {
+    inner: Box<dyn Policy>,
+    quiet: bool,
+    calls: usize,
+}
+
+impl Policy for Quiet {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn place_new(&mut self, v: &View<'_>, pid: Pid, spawn: CpuId) -> Option<CpuId> {
+        self.inner.place_new(v, pid, spawn)
+    }
+    fn place_wakeup(&mut self, v: &View<'_>, pid: Pid, prev: CpuId) -> Option<CpuId> {
+        self.inner.place_wakeup(v, pid, prev)
+    }
+    fn first_touch_node(&mut self, v: &View<'_>, pid: Pid, cpu: CpuId) -> usize {
+        self.inner.first_touch_node(v, pid, cpu)
+    }
+    fn cpu_idle(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
+        self.inner.cpu_idle(v, cpu)
+    }
+    fn process_held(&mut self, v: &View<'_>, pid: Pid) -> Option<Attempt> {
+        self.inner.process_held(v, pid)
+    }
+    fn next_periodic_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
+        self.inner.next_periodic_ns(v, cpu)
+    }
+    fn due_levels(&self, v: &View<'_>, cpu: CpuId) -> u64 {
+        self.inner.due_levels(v, cpu)
+    }
+    fn quiet_periodic(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        attempts: &mut Vec<(usize, Costs)>,
+    ) -> bool {
+        let done = self.quiet && self.inner.quiet_periodic(v, cpu, attempts);
+        self.calls += usize::from(done);
+        done
+    }
+    fn balance(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        level: usize,
+        kind: BalanceKind,
+    ) -> Option<Attempt> {
+        self.inner.balance(v, cpu, level, kind)
+    }
+    fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.inner.active_balance(v, busiest, target)
+    }
+    fn timeslice_ns(&self) -> Option<u64> {
+        self.inner.timeslice_ns()
+    }
+    fn tracks_pelt(&self) -> bool {
+        self.inner.tracks_pelt()
+    }
+    fn global_period_ns(&self) -> Option<u64> {
+        self.inner.global_period_ns()
+    }
+    fn global_balance(&mut self, v: &View<'_>) -> Option<Attempt> {
+        self.inner.global_balance(v)
+    }
+    fn tick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
+        self.inner.tick(v, cpu)
+    }
+    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+        self.inner.extra_metrics()
+    }
+}
+
+/// `policy` on `(m, d, w)` under `assumptions`, with its quiet periodic balancing and without:
+/// both results, serialised, and how many periodic balancings were quiet.
+fn with_and_without_quiet(
+    (m, d, w): &(Machine, Domains, Workload),
+    policy: &str,
+    assumptions: &str,
+) -> (String, String, usize) {
+    let config = EngineConfig {
+        assumptions: Assumptions::parse("test", assumptions).unwrap(),
+        ..EngineConfig::default()
+    };
+    let ctx = PolicyContext {
+        machine: m,
+        domains: d,
+        config: &config,
+    };
+    let run = |quiet: bool| {
+        let inner = numasim_core::policy::by_name(policy, &ctx).unwrap();
+        let mut p = Quiet {
+            inner,
+            quiet,
+            calls: 0,
+        };
+        let r = numasim_core::engine::run(m, d, w, &mut p, &config).unwrap();
+        (serde_json::to_string(&r).unwrap(), p.calls)
+    };
+    let ((with, calls), (without, none)) = (run(true), run(false));
+    assert_eq!(none, 0);
+    (with, without, calls)
+}
+
+const POLICIES: [&str; 6] = [
+    "linux26",
+    "origin-aware",
+    "origin-aware:v1=off,v2=off,nearest=move",
+    "thread-aware",
+    "memory-aware",
+    "capability-aware",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A periodic balancing the policy does in one call (`Policy::quiet_periodic`) changes no
+    /// result: events, each process, the balancing counts and costs per kind, level and CPU.
+    #[test]
+    fn quiet_periodic_balancing_changes_no_result(
+        nodes in 1usize..5,
+        cpn in 1usize..5,
+        b in 0usize..5,
+        n in 1usize..60,
+        kind in 0usize..3,
+        seed in 0u64..1000,
+        policy in 0usize..POLICIES.len(),
+        assumptions in 0usize..3,
+    ) {
+        let run = random_run(nodes, cpn, b, n, kind, seed, 400);
+        let assumptions = ["", "slice=work,wake=idlest", "memory=parent"][assumptions];
+        let (with, without, _) = with_and_without_quiet(&run, POLICIES[policy], assumptions);
+        prop_assert_eq!(with, without);
+    }
+}
+
+/// On a machine with idle CPUs, linux26 and origin-aware (in both of its cycles) do most
+/// periodic balancing in one call, with the results of the general path.
+#[test]
+fn idle_cpus_balance_quietly_with_the_same_results() {
+    let run = random_run(4, 2, 0, 3, 0, 7, 10);
+    for policy in ["linux26", "origin-aware"] {
+        let (with, without, calls) = with_and_without_quiet(&run, policy, "slice=work");
+        assert_eq!(with, without, "{policy}");
+        let events: u64 = serde_json::from_str::<serde_json::Value>(&with).unwrap()["events"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            calls as u64 > events / 2,
+            "{policy}: {calls} of {events} events"
+        );
     }
 }

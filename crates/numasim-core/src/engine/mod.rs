@@ -49,7 +49,9 @@ use crate::assumptions::{Memory, SliceCharge};
 use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
-use crate::interface::{Attempt, BalanceKind, MigrationKind, PState, Pid, Policy, View, World};
+use crate::interface::{
+    Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, View, World,
+};
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
 use crate::state::{CpuState, GroupState, ProcState, SyncPoints};
@@ -172,6 +174,8 @@ struct State<'a> {
     slice_ns: u64,
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
+    /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
+    quiet: Vec<(usize, Costs)>,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -537,9 +541,7 @@ impl<'a> State<'a> {
     ) -> Vec<CpuId> {
         let mut touched = Vec::new();
         if let Some(c) = cpu {
-            if slot == 1 || (slot == 0 && self.w.cpus[c].current.is_none()) {
-                self.stats.idle_attempts[c] += 1;
-            }
+            self.count_idle_attempt(c, slot);
         }
         for &pid in &attempt.holds {
             let Some(p) = self.w.procs.get(pid) else {
@@ -622,13 +624,44 @@ impl<'a> State<'a> {
                 .memory
                 .migrate(pm.from_node, pm.to_node, pm.share);
         }
-        let cost = self.w.config.cost_per_rq_ns * u64::from(attempt.rqs_examined + attempt.locks)
-            + self.w.config.cost_per_task_ns * u64::from(attempt.tasks_examined)
-            + self.w.config.cost_per_evaluation_ns * u64::from(attempt.evaluations)
+        let costs = Costs {
+            rqs_examined: attempt.rqs_examined,
+            tasks_examined: attempt.tasks_examined,
+            locks: attempt.locks,
+            evaluations: attempt.evaluations,
+            work_ns: attempt.work_ns,
+        };
+        self.charge(cpu, level, slot, &costs, moved);
+        if !attempt.pages.is_empty() {
+            // Page moves change the speed of every running thread of the moved groups.
+            for c in 0..self.w.cpus.len() {
+                if self.w.cpus[c].current.is_some() {
+                    self.schedule_milestone(c);
+                }
+            }
+        }
+        touched
+    }
+
+    /// Counts an attempt on `cpu` made while it had nothing to run: newly idle (slot 1), or
+    /// periodic (slot 0) on an idle CPU.
+    #[inline]
+    fn count_idle_attempt(&mut self, cpu: CpuId, slot: usize) {
+        if slot == 1 || (slot == 0 && self.w.cpus[cpu].current.is_none()) {
+            self.stats.idle_attempts[cpu] += 1;
+        }
+    }
+
+    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `cpu` (none:
+    /// a machine-wide callback), and counts it for its kind (`slot`) and level.
+    fn charge(&mut self, cpu: Option<CpuId>, level: usize, slot: usize, c: &Costs, moved: usize) {
+        let cost = self.w.config.cost_per_rq_ns * u64::from(c.rqs_examined + c.locks)
+            + self.w.config.cost_per_task_ns * u64::from(c.tasks_examined)
+            + self.w.config.cost_per_evaluation_ns * u64::from(c.evaluations)
             + self.w.config.cost_per_migration_ns * moved as u64
-            + attempt.work_ns;
+            + c.work_ns;
         self.stats.cost_ns += cost;
-        self.stats.evaluations += u64::from(attempt.evaluations);
+        self.stats.evaluations += u64::from(c.evaluations);
         let inv = &mut self.stats.invocations[slot];
         if inv.len() <= level {
             inv.resize(level + 1, 0);
@@ -654,15 +687,6 @@ impl<'a> State<'a> {
             }
             self.stall(cpu, cost);
         }
-        if !attempt.pages.is_empty() {
-            // Page moves change the speed of every running thread of the moved groups.
-            for c in 0..self.w.cpus.len() {
-                if self.w.cpus[c].current.is_some() {
-                    self.schedule_milestone(c);
-                }
-            }
-        }
-        touched
     }
 }
 
@@ -760,6 +784,7 @@ impl<'a> State<'a> {
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
             pelt: false,
+            quiet: Vec::new(),
         }
     }
 }
@@ -1132,6 +1157,18 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
 }
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    // Most periodic balancing decides nothing: the policy may say so in one call.
+    let mut quiet = std::mem::take(&mut s.quiet);
+    if policy.quiet_periodic(&s.view(), cpu, &mut quiet) {
+        for (level, costs) in quiet.drain(..) {
+            s.count_idle_attempt(cpu, 0);
+            s.charge(Some(cpu), level, 0, &costs, 0);
+        }
+        s.quiet = quiet;
+        refresh_balance_timer(s, policy, cpu);
+        return;
+    }
+    s.quiet = quiet;
     // The tick's per-task work first (counted as "other" balancing work at level 0).
     if let Some(attempt) = policy.tick(&s.view(), cpu).as_ref() {
         let received = s.apply(Some(cpu), 0, 3, attempt);

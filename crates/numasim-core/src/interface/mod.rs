@@ -9,7 +9,8 @@
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
 //!          ── process_held(view, pid) ──────────────────────► Attempt    (after a None placement)
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
-//!          ── tick(view, cpu) at that timer, first ──────────► Attempt    (per-task tick work)
+//!          ── quiet_periodic(view, cpu) at that timer ──────► true + costs (decided nothing)
+//!          ── or tick(view, cpu) at that timer, first ──────► Attempt    (per-task tick work)
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
@@ -99,6 +100,17 @@ pub struct Attempt {
     pub active_from: Option<CpuId>,
 }
 
+/// What a balancing attempt that decided nothing cost (its counts, charged as an
+/// [`Attempt`]'s are): the attempts of [`Policy::quiet_periodic`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Costs {
+    pub rqs_examined: u32,
+    pub tasks_examined: u32,
+    pub locks: u32,
+    pub evaluations: u32,
+    pub work_ns: u64,
+}
+
 /// A balancing policy.
 pub trait Policy: Send {
     /// Configuration name.
@@ -156,6 +168,23 @@ pub trait Policy: Send {
         level: usize,
         kind: BalanceKind,
     ) -> Option<Attempt>;
+
+    /// The whole periodic balancing of `cpu` (`tick`, then `balance` at each level `due_levels`
+    /// names) in one call, when the policy can tell that it decides nothing: no attempt with a
+    /// move, page move, hold, place or `active_from`. Then it changes its own state as those
+    /// calls would, appends their attempts' levels and costs, lowest level first, to `attempts`
+    /// (found empty), and returns true; the engine charges them in order. Otherwise it returns
+    /// false having changed nothing, and the engine makes those calls. The results are the same
+    /// either way, only faster: most periodic balancing is an idle CPU finding nothing to pull.
+    /// Default: false.
+    fn quiet_periodic(
+        &mut self,
+        _view: &View<'_>,
+        _cpu: CpuId,
+        _attempts: &mut Vec<(usize, Costs)>,
+    ) -> bool {
+        false
+    }
 
     /// Active balancing: `busiest`'s migration thread pushes to `target`.
     fn active_balance(

@@ -56,7 +56,7 @@
 
 use crate::assumptions::Wake;
 use crate::domains::{sd, Level, LevelParams};
-use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy};
 use crate::interface::{PolicyContext, View};
 use crate::load::NICE_0_LOAD;
 use crate::machine::CpuId;
@@ -121,6 +121,14 @@ impl SdState {
         }
     }
 
+    /// `out_balanced`: no busiest group, or nothing to take from it.
+    fn out_balanced(&mut self, p: &LevelParams, idle: IdleType, tick_ns: u64) {
+        self.nr_balance_failed = 0;
+        if idle != IdleType::NewlyIdle {
+            self.back_off(p, tick_ns);
+        }
+    }
+
     /// Tasks moved (or an ordinary failure): the interval returns to the level's minimum.
     fn reset_interval(&mut self, p: &LevelParams, tick_ns: u64) {
         self.set_interval(p.min_interval_ms.max(1), p, tick_ns);
@@ -135,6 +143,17 @@ impl SdState {
     /// `busy_factor`): the one by which a level may come due whichever state the CPU is in.
     fn shortest_interval(&self) -> u64 {
         self.interval(true).min(self.interval(false))
+    }
+
+    /// Whether the level is due now on a CPU idle or not (`Linux26::take_due`); if so, the
+    /// interval is used up.
+    fn take_due(&mut self, now: u64, idle: bool) -> bool {
+        let interval = self.interval(idle);
+        if !self.due(now, interval) {
+            return false;
+        }
+        self.last_balance_ns += interval;
+        true
     }
 
     /// Whether the level balances and `interval` has passed since its last balancing.
@@ -252,14 +271,49 @@ impl Linux26 {
     /// interval is used up (`last_balance` advances), nothing else changes. linux26's own
     /// periodic balancing uses it, and so can policies that balance in linux26's cycles.
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
-        let st = &mut self.sd[cpu][level];
-        let interval = st.interval(view.idle(cpu));
-        if !st.due(view.now, interval) {
-            return false;
-        }
-        st.last_balance_ns += interval;
-        true
+        self.sd[cpu][level].take_due(view.now, view.idle(cpu))
     }
+}
+
+impl Linux26 {
+    /// Whether none of the `levels` (bit `l`: level `l`) of `cpu` reaches a CPU with two
+    /// runnable tasks: balancing them finds no busiest group (`find_busiest_group`'s first
+    /// test), so an idle CPU's periodic balancing of them decides nothing (`quiet_balance`).
+    pub fn reach_none_overloaded(&self, view: &View<'_>, cpu: CpuId, levels: u64) -> bool {
+        // Highest first: the widest reach, the likeliest to hold one.
+        let of_cpu = &view.domains.cpus[cpu];
+        (0..of_cpu.len())
+            .rev()
+            .filter(|&l| levels >> l & 1 == 1)
+            .all(|l| view.overloaded().is_disjoint(&of_cpu[l].reach))
+    }
+
+    /// What `balance(.., level, Periodic)` does on an idle CPU whose `level` reaches no CPU
+    /// with two runnable tasks (`reach_none_overloaded`): takes the level's
+    /// interval if it is due and balances it, finding no busiest group; the attempt's costs.
+    pub fn quiet_balance(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> Option<Costs> {
+        let st = &mut self.sd[cpu][level];
+        if !st.take_due(view.now, true) {
+            return None;
+        }
+        let l = &view.domains.cpus[cpu][level];
+        st.out_balanced(&l.params, IdleType::SchedIdle, self.tick_ns);
+        Some(Costs {
+            rqs_examined: l.weight as u32,
+            ..Costs::default()
+        })
+    }
+}
+
+/// The set bits of `mask`, lowest first.
+pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let bit = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            bit
+        })
+    })
 }
 
 fn power(span_len: usize) -> u64 {
@@ -591,11 +645,7 @@ impl Linux26 {
             find_busiest_queue(v, level, g, imbalance).map(|b| (b, imbalance))
         });
         let Some((busiest, imbalance)) = found else {
-            // out_balanced
-            st.nr_balance_failed = 0;
-            if idle != IdleType::NewlyIdle {
-                st.back_off(p, self.tick_ns);
-            }
+            st.out_balanced(p, idle, self.tick_ns);
             return attempt;
         };
         let mut moved = 0;
@@ -779,6 +829,29 @@ impl Policy for Linux26 {
         } else {
             self.levels_due_by(view, cpu, |st| st.interval(false))
         }
+    }
+
+    /// An idle CPU none of whose due levels reaches a CPU with two runnable tasks: at each, the
+    /// busiest-group search ends at once, balanced, as `balance` would find.
+    fn quiet_periodic(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        attempts: &mut Vec<(usize, Costs)>,
+    ) -> bool {
+        if !view.idle(cpu) {
+            return false;
+        }
+        let due = self.levels_due_either_way(view, cpu);
+        if !self.reach_none_overloaded(view, cpu, due) {
+            return false;
+        }
+        for level in bits(due) {
+            if let Some(costs) = self.quiet_balance(view, cpu, level) {
+                attempts.push((level, costs));
+            }
+        }
+        true
     }
 
     fn balance(

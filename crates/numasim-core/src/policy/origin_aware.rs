@@ -39,10 +39,10 @@
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
-use crate::interface::{Attempt, BalanceKind, MigrationKind, Move, Pid, Policy};
+use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy};
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
-use crate::policy::linux26::Linux26;
+use crate::policy::linux26::{bits, Linux26};
 
 /// The policy's options (`origin-aware:v1=on,v2=on,min-load=0,nearest=leave`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -274,6 +274,18 @@ impl OriginAware {
     }
 }
 
+/// The attempt that decides nothing and costs `c`.
+fn quiet_attempt(c: Costs) -> Attempt {
+    Attempt {
+        rqs_examined: c.rqs_examined,
+        tasks_examined: c.tasks_examined,
+        locks: c.locks,
+        evaluations: c.evaluations,
+        work_ns: c.work_ns,
+        ..Attempt::default()
+    }
+}
+
 fn push(
     out: &mut Attempt,
     delta: &mut std::collections::BTreeMap<CpuId, i64>,
@@ -342,6 +354,43 @@ impl Policy for OriginAware {
         }
         self.si_done[cpu] = true;
         Some(self.si_lb(view, cpu))
+    }
+
+    /// An idle CPU (no queued process for SI-LB to send home) where RI-LB, in its cycles,
+    /// would find no busiest group at any due level (`Linux26::reach_none_overloaded`).
+    fn quiet_periodic(
+        &mut self,
+        view: &View<'_>,
+        cpu: CpuId,
+        attempts: &mut Vec<(usize, Costs)>,
+    ) -> bool {
+        if !view.idle(cpu) {
+            return false;
+        }
+        let due = 1 | self.inner.levels_due_either_way(view, cpu);
+        let ri_lb = self.cycle[cpu].is_multiple_of(2); // the index of the cycle this opens
+        if ri_lb && !self.inner.reach_none_overloaded(view, cpu, due) {
+            return false;
+        }
+        self.cycle[cpu] += 1;
+        self.si_done[cpu] = false;
+        for level in bits(due) {
+            if ri_lb {
+                if let Some(costs) = self.inner.quiet_balance(view, cpu, level) {
+                    attempts.push((level, costs));
+                }
+            } else if self.inner.take_due(view, cpu, level) && !self.si_done[cpu] {
+                self.si_done[cpu] = true;
+                // SI-LB reads this runqueue and finds no queued process.
+                let costs = Costs {
+                    rqs_examined: 1,
+                    ..Costs::default()
+                };
+                debug_assert_eq!(self.si_lb(view, cpu), quiet_attempt(costs));
+                attempts.push((level, costs));
+            }
+        }
+        true
     }
 
     fn active_balance(
