@@ -8,7 +8,7 @@
 use numasim_core::assumptions::Assumptions;
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
-use numasim_core::interface::{Attempt, BalanceKind, Costs, Pid, Policy, PolicyContext, View};
+use numasim_core::interface::{Attempt, BalanceKind, Pid, Policy, PolicyContext, Quiet, View};
 use numasim_core::load::GroupLoad;
 use numasim_core::machine::{CpuId, Machine};
 use numasim_core::policy::linux26::Linux26;
@@ -46,6 +46,7 @@ impl Checked {
         for c in 0..v.machine.cpus() {
             assert_eq!(v.overloaded().contains(c), v.nr_running(c) >= 2, "cpu {c}");
         }
+        assert_eq!(v.none_overloaded(), v.overloaded().is_empty());
         for l in &v.domains.cpus[cpu] {
             for g in l.groups.iter() {
                 for idx in 0..4 {
@@ -215,13 +216,13 @@ proptest! {
 /// A policy built by name, with `Policy::quiet_periodic` answered by it (`quiet`) or left at
 /// the default (false: the engine asks `tick`, `due_levels` and `balance` at every periodic
 /// balancing); counts the periodic balancings it did in one call.
-struct Quiet {
+struct QuietOrNot {
     inner: Box<dyn Policy>,
     quiet: bool,
     calls: usize,
 }
 
-impl Policy for Quiet {
+impl Policy for QuietOrNot {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -246,13 +247,8 @@ impl Policy for Quiet {
     fn due_levels(&self, v: &View<'_>, cpu: CpuId) -> u64 {
         self.inner.due_levels(v, cpu)
     }
-    fn quiet_periodic(
-        &mut self,
-        v: &View<'_>,
-        cpu: CpuId,
-        attempts: &mut Vec<(usize, Costs)>,
-    ) -> bool {
-        let done = self.quiet && self.inner.quiet_periodic(v, cpu, attempts);
+    fn quiet_periodic(&mut self, v: &View<'_>, cpu: CpuId, out: &mut Quiet) -> bool {
+        let done = self.quiet && self.inner.quiet_periodic(v, cpu, out);
         self.calls += usize::from(done);
         done
     }
@@ -306,7 +302,7 @@ fn with_and_without_quiet(
     };
     let run = |quiet: bool| {
         let inner = numasim_core::policy::by_name(policy, &ctx).unwrap();
-        let mut p = Quiet {
+        let mut p = QuietOrNot {
             inner,
             quiet,
             calls: 0,

@@ -50,7 +50,7 @@ use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::interface::{
-    Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, View, World,
+    Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet, View, World,
 };
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
@@ -175,7 +175,7 @@ struct State<'a> {
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
-    quiet: Vec<(usize, Costs)>,
+    quiet: Quiet,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -259,7 +259,15 @@ impl<'a> State<'a> {
     /// load sums up to date, and records the length (traced runs only).
     fn rq_changed(&mut self, cpu: CpuId) {
         let nr = self.w.cpus[cpu].nr_running();
-        self.w.overloaded.set(cpu, nr >= 2);
+        let over = nr >= 2;
+        if over != self.w.overloaded.contains(cpu) {
+            self.w.overloaded.set(cpu, over);
+            self.w.overloaded_count = if over {
+                self.w.overloaded_count + 1
+            } else {
+                self.w.overloaded_count - 1
+            };
+        }
         // touch_load caught the averages up to now before the change.
         let tick = self.w.tick;
         let avg = self.w.cpus[cpu].load.get();
@@ -763,6 +771,7 @@ impl<'a> State<'a> {
                 groups,
                 held: std::collections::BTreeSet::new(),
                 overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
+                overloaded_count: 0,
                 group_loads: crate::load::GroupLoads::new(
                     domains.group_spans.iter().map(|s| s.len()).collect(),
                     machine.cpus(),
@@ -784,7 +793,7 @@ impl<'a> State<'a> {
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
             pelt: false,
-            quiet: Vec::new(),
+            quiet: Quiet::default(),
         }
     }
 }
@@ -1160,12 +1169,12 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     // Most periodic balancing decides nothing: the policy may say so in one call.
     let mut quiet = std::mem::take(&mut s.quiet);
     if policy.quiet_periodic(&s.view(), cpu, &mut quiet) {
-        for (level, costs) in quiet.drain(..) {
+        for (level, costs) in quiet.attempts.drain(..) {
             s.count_idle_attempt(cpu, 0);
             s.charge(Some(cpu), level, 0, &costs, 0);
         }
+        arm_balance_timer(s, cpu, quiet.next_ns.take());
         s.quiet = quiet;
-        refresh_balance_timer(s, policy, cpu);
         return;
     }
     s.quiet = quiet;
@@ -1236,8 +1245,15 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
 }
 
 fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    let next = policy.next_periodic_ns(&s.view(), cpu);
+    arm_balance_timer(s, cpu, next);
+}
+
+/// Sets `cpu`'s balancing timer to the policy's `next` periodic balancing, superseding the one
+/// it had.
+fn arm_balance_timer(s: &mut State<'_>, cpu: CpuId, next: Option<u64>) {
     s.w.cpus[cpu].balance_gen += 1;
-    if let Some(t) = policy.next_periodic_ns(&s.view(), cpu) {
+    if let Some(t) = next {
         // Balancing runs from the tick: never at the current instant again.
         let tick = s.w.config.tick_ns;
         let t = t.max((s.w.tick + 1) * tick);

@@ -111,6 +111,15 @@ pub struct Costs {
     pub work_ns: u64,
 }
 
+/// A periodic balancing that decided nothing, done in one call ([`Policy::quiet_periodic`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quiet {
+    /// Its attempts' levels and costs, lowest level first.
+    pub attempts: Vec<(usize, Costs)>,
+    /// What `next_periodic_ns` answers after it: the CPU's next periodic balancing.
+    pub next_ns: Option<u64>,
+}
+
 /// A balancing policy.
 pub trait Policy: Send {
     /// Configuration name.
@@ -170,19 +179,14 @@ pub trait Policy: Send {
     ) -> Option<Attempt>;
 
     /// The whole periodic balancing of `cpu` (`tick`, then `balance` at each level `due_levels`
-    /// names) in one call, when the policy can tell that it decides nothing: no attempt with a
-    /// move, page move, hold, place or `active_from`. Then it changes its own state as those
-    /// calls would, appends their attempts' levels and costs, lowest level first, to `attempts`
-    /// (found empty), and returns true; the engine charges them in order. Otherwise it returns
-    /// false having changed nothing, and the engine makes those calls. The results are the same
-    /// either way, only faster: most periodic balancing is an idle CPU finding nothing to pull.
-    /// Default: false.
-    fn quiet_periodic(
-        &mut self,
-        _view: &View<'_>,
-        _cpu: CpuId,
-        _attempts: &mut Vec<(usize, Costs)>,
-    ) -> bool {
+    /// names, then `next_periodic_ns`) in one call, when the policy can tell that it decides
+    /// nothing: no attempt with a move, page move, hold, place or `active_from`. Then it changes
+    /// its own state as those calls would, records their attempts and answer in `quiet` (found
+    /// empty), and returns true; the engine charges the attempts in order and sets the timer.
+    /// Otherwise it returns false having changed nothing, and the engine makes those calls. The
+    /// results are the same either way, only faster: most periodic balancing is an idle CPU
+    /// finding nothing to pull. Default: false.
+    fn quiet_periodic(&mut self, _view: &View<'_>, _cpu: CpuId, _quiet: &mut Quiet) -> bool {
         false
     }
 

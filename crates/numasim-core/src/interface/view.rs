@@ -43,8 +43,9 @@ pub struct World<'a> {
     pub(crate) groups: Vec<GroupState>,
     pub(crate) workload: &'a Workload,
     pub(crate) held: std::collections::BTreeSet<Pid>,
-    /// CPUs with two or more runnable tasks.
+    /// CPUs with two or more runnable tasks, and how many.
     pub(crate) overloaded: CpuSet,
+    pub(crate) overloaded_count: usize,
     /// Load sums of the domains' groups, kept within a tick.
     pub(crate) group_loads: GroupLoads,
     /// `now / tick_ns`: the tick whose load averages it reads (kept with `now`).
@@ -119,6 +120,11 @@ impl View<'_> {
     /// The CPUs with two or more runnable tasks (the only ones a pull can take from).
     pub fn overloaded(&self) -> &CpuSet {
         &self.overloaded
+    }
+
+    /// Whether no CPU has two runnable tasks (`overloaded` is empty), in constant time.
+    pub fn none_overloaded(&self) -> bool {
+        self.overloaded_count == 0
     }
 
     /// The sums of `group`'s CPUs' loads now at load index `idx` (0 = instantaneous, `i` =

@@ -56,7 +56,7 @@
 
 use crate::assumptions::Wake;
 use crate::domains::{sd, Level, LevelParams};
-use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy};
+use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::interface::{PolicyContext, View};
 use crate::load::NICE_0_LOAD;
 use crate::machine::CpuId;
@@ -276,10 +276,22 @@ impl Linux26 {
 }
 
 impl Linux26 {
+    /// When periodic balancing of `cpu`, idle or not, is next due at some level.
+    fn next_ns(&self, cpu: CpuId, idle: bool) -> Option<u64> {
+        self.sd[cpu]
+            .iter()
+            .filter(|st| st.balances)
+            .map(|st| st.last_balance_ns + st.interval(idle))
+            .min()
+    }
+
     /// Whether none of the `levels` (bit `l`: level `l`) of `cpu` reaches a CPU with two
     /// runnable tasks: balancing them finds no busiest group (`find_busiest_group`'s first
     /// test), so an idle CPU's periodic balancing of them decides nothing (`quiet_balance`).
     pub fn reach_none_overloaded(&self, view: &View<'_>, cpu: CpuId, levels: u64) -> bool {
+        if view.none_overloaded() {
+            return true;
+        }
         // Highest first: the widest reach, the likeliest to hold one.
         let of_cpu = &view.domains.cpus[cpu];
         (0..of_cpu.len())
@@ -325,7 +337,7 @@ fn power(span_len: usize) -> u64 {
 fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize, u64)> {
     // Only a group with more tasks than CPUs can be the busiest, so a level none of whose CPUs
     // has two tasks is balanced: the answer of the full scan, without it.
-    if v.overloaded().is_disjoint(&level.reach) {
+    if v.none_overloaded() || v.overloaded().is_disjoint(&level.reach) {
         return None;
     }
     // The busiest group's max_load is its avg_source, at most its bound (View::group_bound).
@@ -812,12 +824,7 @@ impl Policy for Linux26 {
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
-        let idle = view.idle(cpu);
-        self.sd[cpu]
-            .iter()
-            .filter(|st| st.balances)
-            .map(|st| st.last_balance_ns + st.interval(idle))
-            .min()
+        self.next_ns(cpu, view.idle(cpu))
     }
 
     /// The levels `take_due` may balance during this periodic balancing: its test, without
@@ -833,12 +840,7 @@ impl Policy for Linux26 {
 
     /// An idle CPU none of whose due levels reaches a CPU with two runnable tasks: at each, the
     /// busiest-group search ends at once, balanced, as `balance` would find.
-    fn quiet_periodic(
-        &mut self,
-        view: &View<'_>,
-        cpu: CpuId,
-        attempts: &mut Vec<(usize, Costs)>,
-    ) -> bool {
+    fn quiet_periodic(&mut self, view: &View<'_>, cpu: CpuId, quiet: &mut Quiet) -> bool {
         if !view.idle(cpu) {
             return false;
         }
@@ -848,9 +850,10 @@ impl Policy for Linux26 {
         }
         for level in bits(due) {
             if let Some(costs) = self.quiet_balance(view, cpu, level) {
-                attempts.push((level, costs));
+                quiet.attempts.push((level, costs));
             }
         }
+        quiet.next_ns = self.next_ns(cpu, true);
         true
     }
 

@@ -39,7 +39,7 @@
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
-use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy};
+use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 use crate::policy::linux26::{bits, Linux26};
@@ -358,12 +358,7 @@ impl Policy for OriginAware {
 
     /// An idle CPU (no queued process for SI-LB to send home) where RI-LB, in its cycles,
     /// would find no busiest group at any due level (`Linux26::reach_none_overloaded`).
-    fn quiet_periodic(
-        &mut self,
-        view: &View<'_>,
-        cpu: CpuId,
-        attempts: &mut Vec<(usize, Costs)>,
-    ) -> bool {
+    fn quiet_periodic(&mut self, view: &View<'_>, cpu: CpuId, quiet: &mut Quiet) -> bool {
         if !view.idle(cpu) {
             return false;
         }
@@ -377,7 +372,7 @@ impl Policy for OriginAware {
         for level in bits(due) {
             if ri_lb {
                 if let Some(costs) = self.inner.quiet_balance(view, cpu, level) {
-                    attempts.push((level, costs));
+                    quiet.attempts.push((level, costs));
                 }
             } else if self.inner.take_due(view, cpu, level) && !self.si_done[cpu] {
                 self.si_done[cpu] = true;
@@ -387,9 +382,10 @@ impl Policy for OriginAware {
                     ..Costs::default()
                 };
                 debug_assert_eq!(self.si_lb(view, cpu), quiet_attempt(costs));
-                attempts.push((level, costs));
+                quiet.attempts.push((level, costs));
             }
         }
+        quiet.next_ns = self.inner.next_periodic_ns(view, cpu);
         true
     }
 
