@@ -156,6 +156,19 @@ impl SdState {
         true
     }
 
+    /// `Linux26::quiet_balance` of this level, `l`.
+    #[inline]
+    fn quiet_balance(&mut self, l: &Level, now: u64, tick_ns: u64) -> Option<Costs> {
+        if !self.take_due(now, true) {
+            return None;
+        }
+        self.out_balanced(&l.params, IdleType::SchedIdle, tick_ns);
+        Some(Costs {
+            rqs_examined: l.weight as u32,
+            ..Costs::default()
+        })
+    }
+
     /// Whether the level balances and `interval` has passed since its last balancing.
     fn due(&self, now: u64, interval: u64) -> bool {
         self.balances && now >= self.last_balance_ns + interval
@@ -304,16 +317,8 @@ impl Linux26 {
     /// with two runnable tasks (`reach_none_overloaded`): takes the level's
     /// interval if it is due and balances it, finding no busiest group; the attempt's costs.
     pub fn quiet_balance(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> Option<Costs> {
-        let st = &mut self.sd[cpu][level];
-        if !st.take_due(view.now, true) {
-            return None;
-        }
         let l = &view.domains.cpus[cpu][level];
-        st.out_balanced(&l.params, IdleType::SchedIdle, self.tick_ns);
-        Some(Costs {
-            rqs_examined: l.weight as u32,
-            ..Costs::default()
-        })
+        self.sd[cpu][level].quiet_balance(l, view.now, self.tick_ns)
     }
 }
 
@@ -848,12 +853,22 @@ impl Policy for Linux26 {
         if !self.reach_none_overloaded(view, cpu, due) {
             return false;
         }
-        for level in bits(due) {
-            if let Some(costs) = self.quiet_balance(view, cpu, level) {
-                quiet.attempts.push((level, costs));
+        // One pass: the due levels balanced, and the next time any level is due (next_ns).
+        let levels = &view.domains.cpus[cpu];
+        let mut next: Option<u64> = None;
+        for (level, st) in self.sd[cpu].iter_mut().enumerate() {
+            if due >> level & 1 == 1 {
+                if let Some(costs) = st.quiet_balance(&levels[level], view.now, self.tick_ns) {
+                    quiet.attempts.push((level, costs));
+                }
+            }
+            if st.balances {
+                let t = st.last_balance_ns + st.interval(true);
+                next = Some(next.map_or(t, |n| n.min(t)));
             }
         }
-        quiet.next_ns = self.next_ns(cpu, true);
+        debug_assert_eq!(next, self.next_ns(cpu, true));
+        quiet.next_ns = next;
         true
     }
 
