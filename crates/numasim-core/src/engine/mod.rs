@@ -1167,17 +1167,18 @@ fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
 
 fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     // Most periodic balancing decides nothing: the policy may say so in one call.
-    let mut quiet = std::mem::take(&mut s.quiet);
-    if policy.quiet_periodic(&s.view(), cpu, &mut quiet) {
-        for (level, costs) in quiet.attempts.drain(..) {
+    if s.w.cpus[cpu].current.is_none() && policy.quiet_periodic(&View::new(&s.w), cpu, &mut s.quiet)
+    {
+        for i in 0..s.quiet.attempts.len() {
+            let (level, costs) = s.quiet.attempts[i];
             s.count_idle_attempt(cpu, 0);
             s.charge(Some(cpu), level, 0, &costs, 0);
         }
-        arm_balance_timer(s, cpu, quiet.next_ns.take());
-        s.quiet = quiet;
+        s.quiet.attempts.clear();
+        let next = s.quiet.next_ns.take();
+        arm_balance_timer(s, cpu, next);
         return;
     }
-    s.quiet = quiet;
     // The tick's per-task work first (counted as "other" balancing work at level 0).
     if let Some(attempt) = policy.tick(&s.view(), cpu).as_ref() {
         let received = s.apply(Some(cpu), 0, 3, attempt);

@@ -178,8 +178,9 @@ pub trait Policy: Send {
         kind: BalanceKind,
     ) -> Option<Attempt>;
 
-    /// The whole periodic balancing of `cpu` (`tick`, then `balance` at each level `due_levels`
-    /// names, then `next_periodic_ns`) in one call, when the policy can tell that it decides
+    /// The whole periodic balancing of `cpu`, a CPU running nothing (the engine asks only
+    /// then): `tick`, then `balance` at each level `due_levels` names, then
+    /// `next_periodic_ns`, in one call, when the policy can tell that it decides
     /// nothing: no attempt with a move, page move, hold, place or `active_from`. Then it changes
     /// its own state as those calls would, records their attempts and answer in `quiet` (found
     /// empty), and returns true; the engine charges the attempts in order and sets the timer.
