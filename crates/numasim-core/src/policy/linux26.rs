@@ -286,9 +286,7 @@ impl Linux26 {
     pub fn take_due(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> bool {
         self.sd[cpu][level].take_due(view.now, view.idle(cpu))
     }
-}
 
-impl Linux26 {
     /// When periodic balancing of `cpu`, idle or not, is next due at some level.
     fn next_ns(&self, cpu: CpuId, idle: bool) -> Option<u64> {
         self.sd[cpu]
