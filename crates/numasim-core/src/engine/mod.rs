@@ -50,7 +50,7 @@ use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::interface::{
-    Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet, View, World,
+    bits, Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet, View, World,
 };
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
@@ -632,14 +632,7 @@ impl<'a> State<'a> {
                 .memory
                 .migrate(pm.from_node, pm.to_node, pm.share);
         }
-        let costs = Costs {
-            rqs_examined: attempt.rqs_examined,
-            tasks_examined: attempt.tasks_examined,
-            locks: attempt.locks,
-            evaluations: attempt.evaluations,
-            work_ns: attempt.work_ns,
-        };
-        self.charge(cpu, level, slot, &costs, moved);
+        self.charge(cpu, level, slot, &attempt.costs(), moved);
         if !attempt.pages.is_empty() {
             // Page moves change the speed of every running thread of the moved groups.
             for c in 0..self.w.cpus.len() {
@@ -1191,10 +1184,8 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         (1 << levels) - 1
     };
     // Only the levels the policy says may be due (bit l: level l), lowest first.
-    let mut due = policy.due_levels(&s.view(), cpu) & all;
-    while due != 0 {
-        let level = due.trailing_zeros() as usize;
-        due &= due - 1;
+    let due = policy.due_levels(&s.view(), cpu) & all;
+    for level in bits(due) {
         // Used where the policy returned it (a view is one pointer: made per level).
         let attempt = policy.balance(&s.view(), cpu, level, BalanceKind::Periodic);
         let Some(attempt) = attempt.as_ref() else {

@@ -100,6 +100,19 @@ pub struct Attempt {
     pub active_from: Option<CpuId>,
 }
 
+impl Attempt {
+    /// What the attempt cost, without what it decided.
+    pub fn costs(&self) -> Costs {
+        Costs {
+            rqs_examined: self.rqs_examined,
+            tasks_examined: self.tasks_examined,
+            locks: self.locks,
+            evaluations: self.evaluations,
+            work_ns: self.work_ns,
+        }
+    }
+}
+
 /// What a balancing attempt that decided nothing cost (its counts, charged as an
 /// [`Attempt`]'s are): the attempts of [`Policy::quiet_periodic`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -109,6 +122,31 @@ pub struct Costs {
     pub locks: u32,
     pub evaluations: u32,
     pub work_ns: u64,
+}
+
+/// The attempt that decides nothing at these costs.
+impl From<Costs> for Attempt {
+    fn from(c: Costs) -> Self {
+        Attempt {
+            rqs_examined: c.rqs_examined,
+            tasks_examined: c.tasks_examined,
+            locks: c.locks,
+            evaluations: c.evaluations,
+            work_ns: c.work_ns,
+            ..Attempt::default()
+        }
+    }
+}
+
+/// The set bits of `mask`, lowest first: the levels of a level mask (`Policy::due_levels`).
+pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let bit = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            bit
+        })
+    })
 }
 
 /// A periodic balancing that decided nothing, done in one call ([`Policy::quiet_periodic`]).

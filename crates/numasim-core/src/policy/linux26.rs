@@ -320,17 +320,6 @@ impl Linux26 {
     }
 }
 
-/// The set bits of `mask`, lowest first.
-pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let bit = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            bit
-        })
-    })
-}
-
 fn power(span_len: usize) -> u64 {
     SCALE * span_len as u64
 }

@@ -39,10 +39,12 @@
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
-use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
+use crate::interface::{
+    bits, Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet,
+};
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
-use crate::policy::linux26::{bits, Linux26};
+use crate::policy::linux26::Linux26;
 
 /// The policy's options (`origin-aware:v1=on,v2=on,min-load=0,nearest=leave`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -274,18 +276,6 @@ impl OriginAware {
     }
 }
 
-/// The attempt that decides nothing and costs `c`.
-fn quiet_attempt(c: Costs) -> Attempt {
-    Attempt {
-        rqs_examined: c.rqs_examined,
-        tasks_examined: c.tasks_examined,
-        locks: c.locks,
-        evaluations: c.evaluations,
-        work_ns: c.work_ns,
-        ..Attempt::default()
-    }
-}
-
 fn push(
     out: &mut Attempt,
     delta: &mut std::collections::BTreeMap<CpuId, i64>,
@@ -381,7 +371,7 @@ impl Policy for OriginAware {
                     rqs_examined: 1,
                     ..Costs::default()
                 };
-                debug_assert_eq!(self.si_lb(view, cpu), quiet_attempt(costs));
+                debug_assert_eq!(self.si_lb(view, cpu), Attempt::from(costs));
                 quiet.attempts.push((level, costs));
             }
         }
