@@ -419,6 +419,34 @@ fn slice_work_gives_a_balancing_stall_back_to_the_running_slice() {
 }
 
 #[test]
+fn a_balancing_stall_of_an_idle_cpu_delays_the_next_process_it_runs() {
+    // Two CPUs in one node; everything is placed on and balanced by CPU 0. P0 runs 0-10 ms,
+    // then CPU 0 idles; at 50 ms it balances, examining 1 000 runqueues: a 1 ms stall, until
+    // 51 ms. P1 arrives at 50.5 ms, is placed there at once, starts when the stall ends and
+    // runs its 100 ms: 51-151 ms, a turnaround of 100.5 ms.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let late = Process {
+        arrival_ns: 50_500_000,
+        ..proc(1, 0, 100, 0, 0.0)
+    };
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 10, 0, 0.0), late],
+    };
+    let mut p = StallOnce {
+        place: 0,
+        at_ns: 50_000_000,
+        rqs: 1000,
+        done: false,
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+    assert_eq!(tat(&r), vec![10.0, 100.5]);
+    assert_eq!(r.summary.makespan_ms, 151.0);
+    assert!((r.summary.balance.cost_ms - 1.0).abs() < 1e-12);
+}
+
+#[test]
 fn wake_idlest_places_a_waking_process_as_a_new_one() {
     // Two nodes of two CPUs; CPUs 0 and 1 (node 0) each run a process, node 1 is idle. P2
     // slept on CPU 0.

@@ -679,6 +679,18 @@ impl<'a> State<'a> {
         }
         if let Some(cpu) = cpu {
             self.w.cpus[cpu].balance_ns += cost;
+            let c = &mut self.w.cpus[cpu];
+            if c.current.is_none() {
+                // What `stall` does on a CPU running nothing, without its calls: no progress
+                // to account (`advance` only moves `acct_ns`, which `dispatch` sets before it
+                // is read) and no milestone to plan again (a new one takes a generation above
+                // every earlier one); the stall delays the next process dispatched here.
+                if cost > 0 {
+                    c.acct_ns = self.w.now;
+                    c.stall_until = c.stall_until.max(self.w.now) + cost;
+                }
+                return;
+            }
             if self.w.config.assumptions.slice == SliceCharge::Work {
                 if let Some(pid) = self.w.cpus[cpu].current {
                     // The stall is wall time of the running slice: give it back (`slice=work`).
