@@ -348,9 +348,8 @@ impl Policy for CapabilityAware {
     ) -> Option<Attempt> {
         let attempt = self.decide(view, cpu, level, kind)?;
         if kind == BalanceKind::Periodic {
-            let params = &view.domains.cpus[cpu][level].params;
             let moved = !attempt.moves.is_empty();
-            self.timers.record_outcome(cpu, level, params, moved);
+            self.timers.record_outcome(cpu, level, moved);
         }
         Some(attempt)
     }

@@ -55,7 +55,7 @@
 //! by a busy one as `pull`.
 
 use crate::assumptions::Wake;
-use crate::domains::{sd, Level, LevelParams};
+use crate::domains::{sd, Level};
 use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::interface::{PolicyContext, View};
 use crate::load::NICE_0_LOAD;
@@ -90,6 +90,13 @@ struct SdState {
     /// level is due reads this CPU's own state only, not the level.
     balances: bool,
     newidle: bool,
+    /// The level's CPUs (the runqueues a balancing that finds no busiest group examined) and
+    /// its interval limits (`min_interval`, `max_interval` in ms, at least 1, and
+    /// `busy_factor`): fixed, kept for the same reason (`Linux26::idle_pass`).
+    weight: u32,
+    min_interval_ms: u64,
+    max_interval_ms: u64,
+    busy_factor: u32,
 }
 
 impl SdState {
@@ -102,36 +109,40 @@ impl SdState {
             interval_ns: [0; 2],
             balances,
             newidle: p.flags & sd::BALANCE_NEWIDLE != 0,
+            weight: l.weight as u32,
+            min_interval_ms: p.min_interval_ms.max(1),
+            max_interval_ms: p.max_interval_ms,
+            busy_factor: p.busy_factor,
         };
-        st.set_interval(p.min_interval_ms.max(1), p, tick_ns);
+        st.reset_interval(tick_ns);
         st
     }
 
-    fn set_interval(&mut self, ms: u64, p: &LevelParams, tick_ns: u64) {
+    fn set_interval(&mut self, ms: u64, tick_ns: u64) {
         self.balance_interval_ms = ms;
         // msecs_to_jiffies, at least one tick.
         let ns = |ms: u64| (ms * 1_000_000).div_ceil(tick_ns).max(1) * tick_ns;
-        self.interval_ns = [ns(ms), ns(ms * u64::from(p.busy_factor))];
+        self.interval_ns = [ns(ms), ns(ms * u64::from(self.busy_factor))];
     }
 
     /// Balanced (or active balancing began): the interval doubles, up to the level's maximum.
-    fn back_off(&mut self, p: &LevelParams, tick_ns: u64) {
-        if self.balance_interval_ms < p.max_interval_ms {
-            self.set_interval(self.balance_interval_ms * 2, p, tick_ns);
+    fn back_off(&mut self, tick_ns: u64) {
+        if self.balance_interval_ms < self.max_interval_ms {
+            self.set_interval(self.balance_interval_ms * 2, tick_ns);
         }
     }
 
     /// `out_balanced`: no busiest group, or nothing to take from it.
-    fn out_balanced(&mut self, p: &LevelParams, idle: IdleType, tick_ns: u64) {
+    fn out_balanced(&mut self, idle: IdleType, tick_ns: u64) {
         self.nr_balance_failed = 0;
         if idle != IdleType::NewlyIdle {
-            self.back_off(p, tick_ns);
+            self.back_off(tick_ns);
         }
     }
 
     /// Tasks moved (or an ordinary failure): the interval returns to the level's minimum.
-    fn reset_interval(&mut self, p: &LevelParams, tick_ns: u64) {
-        self.set_interval(p.min_interval_ms.max(1), p, tick_ns);
+    fn reset_interval(&mut self, tick_ns: u64) {
+        self.set_interval(self.min_interval_ms, tick_ns);
     }
 
     /// The balancing interval in ns, idle or busy.
@@ -154,19 +165,6 @@ impl SdState {
         }
         self.last_balance_ns += interval;
         true
-    }
-
-    /// `Linux26::quiet_balance` of this level, `l`.
-    #[inline]
-    fn quiet_balance(&mut self, l: &Level, now: u64, tick_ns: u64) -> Option<Costs> {
-        if !self.take_due(now, true) {
-            return None;
-        }
-        self.out_balanced(&l.params, IdleType::SchedIdle, tick_ns);
-        Some(Costs {
-            rqs_examined: l.weight as u32,
-            ..Costs::default()
-        })
     }
 
     /// Whether the level balances and `interval` has passed since its last balancing.
@@ -251,12 +249,12 @@ impl Linux26 {
     /// The interval rule of `load_balance` for a policy that balances in linux26's cycles:
     /// balanced (nothing to move) doubles the level's interval up to its maximum, anything
     /// moved resets it to the minimum.
-    pub fn record_outcome(&mut self, cpu: CpuId, level: usize, params: &LevelParams, moved: bool) {
+    pub fn record_outcome(&mut self, cpu: CpuId, level: usize, moved: bool) {
         let st = &mut self.sd[cpu][level];
         if moved {
-            st.reset_interval(params, self.tick_ns);
+            st.reset_interval(self.tick_ns);
         } else {
-            st.back_off(params, self.tick_ns);
+            st.back_off(self.tick_ns);
         }
     }
 
@@ -298,7 +296,7 @@ impl Linux26 {
 
     /// Whether none of the `levels` (bit `l`: level `l`) of `cpu` reaches a CPU with two
     /// runnable tasks: balancing them finds no busiest group (`find_busiest_group`'s first
-    /// test), so an idle CPU's periodic balancing of them decides nothing (`quiet_balance`).
+    /// test), so an idle CPU's periodic balancing of them decides nothing (`idle_pass`).
     pub fn reach_none_overloaded(&self, view: &View<'_>, cpu: CpuId, levels: u64) -> bool {
         if view.none_overloaded() {
             return true;
@@ -311,12 +309,39 @@ impl Linux26 {
             .all(|l| view.overloaded().is_disjoint(&of_cpu[l].reach))
     }
 
-    /// What `balance(.., level, Periodic)` does on an idle CPU whose `level` reaches no CPU
-    /// with two runnable tasks (`reach_none_overloaded`): takes the level's
-    /// interval if it is due and balances it, finding no busiest group; the attempt's costs.
-    pub fn quiet_balance(&mut self, view: &View<'_>, cpu: CpuId, level: usize) -> Option<Costs> {
-        let l = &view.domains.cpus[cpu][level];
-        self.sd[cpu][level].quiet_balance(l, view.now, self.tick_ns)
+    /// The periodic balancing of an idle CPU that decides nothing, in one pass over its own
+    /// per-level state: every level due now (its idle interval has passed) is taken, as
+    /// `take_due` takes it, and with `balance` also balanced as `balance(.., Periodic)` balances
+    /// a level that reaches no CPU with two runnable tasks (`reach_none_overloaded`): finding
+    /// no busiest group, it backs off, having examined the level's runqueues.
+    /// `taken(level, weight)` hears of each, lowest first, with the level's CPUs. Returns what
+    /// `next_periodic_ns` answers after it for the idle CPU. The same as taking (or balancing)
+    /// each level of `levels_due_either_way` that is due and then asking `next_periodic_ns` (a
+    /// level due by its idle interval is due by its shortest one), without those passes and
+    /// without reading the domains.
+    pub fn idle_pass(
+        &mut self,
+        now: u64,
+        cpu: CpuId,
+        balance: bool,
+        mut taken: impl FnMut(usize, u32),
+    ) -> Option<u64> {
+        let tick_ns = self.tick_ns;
+        let mut next: Option<u64> = None;
+        for (level, st) in self.sd[cpu].iter_mut().enumerate() {
+            if !st.balances {
+                continue;
+            }
+            if st.take_due(now, true) {
+                if balance {
+                    st.out_balanced(IdleType::SchedIdle, tick_ns);
+                }
+                taken(level, st.weight);
+            }
+            let t = st.last_balance_ns + st.interval(true);
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        next
     }
 }
 
@@ -649,7 +674,7 @@ impl Linux26 {
             find_busiest_queue(v, level, g, imbalance).map(|b| (b, imbalance))
         });
         let Some((busiest, imbalance)) = found else {
-            st.out_balanced(p, idle, self.tick_ns);
+            st.out_balanced(idle, self.tick_ns);
             return attempt;
         };
         let mut moved = 0;
@@ -695,9 +720,9 @@ impl Linux26 {
             st.nr_balance_failed = 0;
         }
         if active {
-            st.back_off(p, self.tick_ns);
+            st.back_off(self.tick_ns);
         } else {
-            st.reset_interval(p, self.tick_ns);
+            st.reset_interval(self.tick_ns);
         }
         attempt
     }
@@ -836,24 +861,21 @@ impl Policy for Linux26 {
         if !view.idle(cpu) {
             return false;
         }
-        let due = self.levels_due_either_way(view, cpu);
-        if !self.reach_none_overloaded(view, cpu, due) {
-            return false;
-        }
-        // One pass: the due levels balanced, and the next time any level is due (next_ns).
-        let levels = &view.domains.cpus[cpu];
-        let mut next: Option<u64> = None;
-        for (level, st) in self.sd[cpu].iter_mut().enumerate() {
-            if due >> level & 1 == 1 {
-                if let Some(costs) = st.quiet_balance(&levels[level], view.now, self.tick_ns) {
-                    quiet.attempts.push((level, costs));
-                }
-            }
-            if st.balances {
-                let t = st.last_balance_ns + st.interval(true);
-                next = Some(next.map_or(t, |n| n.min(t)));
+        // The due levels are needed only to test their reach, which no overloaded CPU can fail.
+        if !view.none_overloaded() {
+            let due = self.levels_due_either_way(view, cpu);
+            if !self.reach_none_overloaded(view, cpu, due) {
+                return false;
             }
         }
+        let attempts = &mut quiet.attempts;
+        let next = self.idle_pass(view.now, cpu, true, |level, weight| {
+            let costs = Costs {
+                rqs_examined: weight,
+                ..Costs::default()
+            };
+            attempts.push((level, costs));
+        });
         debug_assert_eq!(next, self.next_ns(cpu, true));
         quiet.next_ns = next;
         true

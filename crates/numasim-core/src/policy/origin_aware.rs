@@ -39,9 +39,7 @@
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
-use crate::interface::{
-    bits, Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet,
-};
+use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
@@ -352,30 +350,42 @@ impl Policy for OriginAware {
         if !view.idle(cpu) {
             return false;
         }
-        let due = 1 | self.inner.levels_due_either_way(view, cpu);
         let ri_lb = self.cycle[cpu].is_multiple_of(2); // the index of the cycle this opens
-        if ri_lb && !self.inner.reach_none_overloaded(view, cpu, due) {
-            return false;
+                                                       // RI-LB's due levels are needed only to test their reach, which no overloaded CPU can
+                                                       // fail (level 0 opens the cycle: in it whether due or not).
+        if ri_lb && !view.none_overloaded() {
+            let due = 1 | self.inner.levels_due_either_way(view, cpu);
+            if !self.inner.reach_none_overloaded(view, cpu, due) {
+                return false;
+            }
         }
         self.cycle[cpu] += 1;
-        self.si_done[cpu] = false;
-        for level in bits(due) {
+        // The due levels in one pass (linux26's idle_pass): RI-LB balances each, finding no
+        // busiest group; SI-LB takes each, and its first reads this runqueue and finds no
+        // queued process.
+        let mut si_done = false;
+        let attempts = &mut quiet.attempts;
+        quiet.next_ns = self.inner.idle_pass(view.now, cpu, ri_lb, |level, weight| {
             if ri_lb {
-                if let Some(costs) = self.inner.quiet_balance(view, cpu, level) {
-                    quiet.attempts.push((level, costs));
-                }
-            } else if self.inner.take_due(view, cpu, level) && !self.si_done[cpu] {
-                self.si_done[cpu] = true;
-                // SI-LB reads this runqueue and finds no queued process.
+                let costs = Costs {
+                    rqs_examined: weight,
+                    ..Costs::default()
+                };
+                attempts.push((level, costs));
+            } else if !si_done {
+                si_done = true;
                 let costs = Costs {
                     rqs_examined: 1,
                     ..Costs::default()
                 };
-                debug_assert_eq!(self.si_lb(view, cpu), Attempt::from(costs));
-                quiet.attempts.push((level, costs));
+                attempts.push((level, costs));
             }
-        }
-        quiet.next_ns = self.inner.next_periodic_ns(view, cpu);
+        });
+        self.si_done[cpu] = si_done;
+        debug_assert!(
+            ri_lb || !si_done || self.si_lb(view, cpu) == Attempt::from(quiet.attempts[0].1)
+        );
+        debug_assert_eq!(quiet.next_ns, self.inner.next_periodic_ns(view, cpu));
         true
     }
 
