@@ -7,6 +7,8 @@
 //!   arrivals: pids by arrival time, read in order (first among events at the same instant)
 //!   events: 4-ary heap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
+//!   wheel:  Balance(cpu, gen) timers on a tick of the next 512, a bucket per tick (wheel.rs);
+//!           the next event is the heap's top or the wheel's front, whichever key is smaller
 //!   cpu c:  current ── running, progress accounted up to acct_ns
 //!           queue   ── runnable, front runs next (round robin: the policy's slice or timeslice_ns)
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
@@ -30,13 +32,15 @@
 //!
 //! Determinism: one event order (time, then insertion sequence: keys are unique, so any correct
 //! priority queue pops the same sequence; a 4-ary heap, whose pops touch half the levels of a
-//! binary one, is the faster on big machines), ordered containers, each
+//! binary one, is the faster on big machines, and a wheel of per-tick buckets, appended to in
+//! sequence order, for the balancing timers), ordered containers, each
 //! process's own RNG for its bursts and waits. Known limits: no priorities or preemption on
 //! wake-up (every process is nice 0); time advances in integer ns, work in f64 ns.
 
 pub mod metrics;
 #[cfg(feature = "testutils")]
 pub mod scene;
+mod wheel;
 
 use dary_heap::QuaternaryHeap;
 use std::borrow::Cow;
@@ -157,6 +161,8 @@ struct State<'a> {
     w: World<'a>,
     seq: u64,
     events: QuaternaryHeap<Scheduled>,
+    /// The periodic-balancing timers on a tick within the next ticks (the rest: `events`).
+    wheel: wheel::Wheel,
     mals: Vec<u32>,
     done: usize,
     stats: BalanceStats,
@@ -784,6 +790,7 @@ impl<'a> State<'a> {
             },
             seq: 0,
             events: QuaternaryHeap::new(),
+            wheel: wheel::Wheel::new(config.tick_ns),
             mals,
             done: 0,
             stats: BalanceStats {
@@ -818,6 +825,16 @@ pub fn run(
             "tick and timeslice must be positive",
         ));
     }
+    drive(prepare(machine, domains, workload, config), policy)
+}
+
+/// The state a run starts from.
+fn prepare<'a>(
+    machine: &'a Machine,
+    domains: &'a Domains,
+    workload: &'a Workload,
+    config: &'a EngineConfig,
+) -> State<'a> {
     let mut s = State::new(machine, domains, workload, config);
     // Arrivals are read in order from here rather than pushed: the heap holds only what is
     // scheduled, not a million future arrivals. They go first among events at the same
@@ -825,7 +842,7 @@ pub fn run(
     s.arrivals = (0..workload.processes.len()).collect();
     s.arrivals
         .sort_unstable_by_key(|&pid| (workload.processes[pid].arrival_ns, pid)); // pid order on ties
-    drive(s, policy)
+    s
 }
 
 /// Runs the event loop from `s` until every process has completed.
@@ -847,16 +864,25 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
     }
     let mut next_arrival = 0;
     while s.done < n {
+        // The earliest scheduled event: the heap's or the wheel's, by key (u128::MAX: none;
+        // keys are unique, and no event is scheduled at u64::MAX ns).
+        let heap = s.events.peek().map_or(u128::MAX, Scheduled::key);
+        let from_wheel = s.wheel.head_key() < heap;
+        let earliest = heap.min(s.wheel.head_key());
         // The next arrival goes first unless a scheduled event is strictly earlier.
         let arrival = s
             .arrivals
             .get(next_arrival)
             .map(|&pid| (s.w.workload.processes[pid].arrival_ns, pid))
-            .filter(|&(t, _)| s.events.peek().is_none_or(|e| t <= e.t));
+            .filter(|&(t, _)| u128::from(t) <= earliest >> 64);
         let next = match arrival {
             Some((t, pid)) => {
                 next_arrival += 1;
                 Some((t, Event::Arrive(pid)))
+            }
+            None if from_wheel => {
+                let (t, cpu, gen) = s.wheel.pop();
+                Some((t, Event::Balance(cpu, gen)))
             }
             None => s.events.pop().map(|e| (e.t, e.ev)),
         };
@@ -1262,7 +1288,14 @@ fn arm_balance_timer(s: &mut State<'_>, cpu: CpuId, next: Option<u64>) {
         let tick = s.w.config.tick_ns;
         let t = t.max((s.w.tick + 1) * tick);
         let gen = s.w.cpus[cpu].balance_gen;
-        s.push(t, Event::Balance(cpu, gen));
+        // On a tick (as every shipped policy's) and within its window: the wheel, with the
+        // sequence number the heap would have given it.
+        let seq = s.seq + 1;
+        if s.wheel.push(t, s.w.tick, seq, cpu, gen) {
+            s.seq = seq;
+        } else {
+            s.push(t, Event::Balance(cpu, gen));
+        }
     }
 }
 
@@ -1294,5 +1327,120 @@ mod tests {
             order,
             [(0, 9), (4, u64::MAX), (5, 1), (5, 2), (5, 3), (u64::MAX, 0)]
         );
+    }
+
+    /// The whole result of `policy` on `workload`, with the balancing timers in the wheel or
+    /// (`wheel` false) every event in the heap.
+    fn run_with(
+        m: &Machine,
+        d: &Domains,
+        w: &Workload,
+        policy: &str,
+        config: &EngineConfig,
+        wheel: bool,
+    ) -> String {
+        let ctx = crate::interface::PolicyContext {
+            machine: m,
+            domains: d,
+            config,
+        };
+        let mut p = crate::policy::by_name(policy, &ctx).expect("a policy");
+        let mut s = prepare(m, d, w, config);
+        if !wheel {
+            s.wheel = wheel::Wheel::new(0); // takes nothing: every timer goes to the heap
+        }
+        let r = drive(s, p.as_mut()).expect("completes");
+        serde_json::to_string(&r).expect("serialisable")
+    }
+
+    /// The wheel changes where periodic-balancing timers wait, not the order events are taken
+    /// in: every policy family, both assumption profiles, random workloads (ties between a
+    /// timer and other events at one instant are common: every timer is on a tick).
+    #[test]
+    fn the_wheel_takes_events_in_the_heap_s_order() {
+        use crate::domains::{BuildOptions, Builder};
+        let cases: [(&str, Builder, &[&str], &str); 6] = [
+            (
+                "mehta-m1",
+                Builder::Multilevel,
+                &["linux26", "origin-aware"],
+                "n=200,kind=cpu,exec=300,arrival=same",
+            ),
+            (
+                "mehta-m1",
+                Builder::Multilevel,
+                &["linux26"],
+                "n=120,kind=cpu,exec=200,arrival=random",
+            ),
+            (
+                "mehta-m1",
+                Builder::TwoLevel,
+                &["linux26"],
+                "n=80,kind=mixed,exec=50-300,arrival=random",
+            ),
+            (
+                "amc1",
+                Builder::TwoLevel,
+                &["capability-aware:place=domain"],
+                "n=100,kind=mixed,exec=50-300,arrival=random",
+            ),
+            (
+                "numa-4x8",
+                Builder::Linux,
+                &["linux"],
+                "n=60,kind=cpu,exec=100,arrival=random",
+            ),
+            (
+                "numa-4x8",
+                Builder::TwoLevel,
+                &["thread-aware", "hs-con"],
+                "app=canneal:8+x264:8",
+            ),
+        ];
+        let profiles = ["linux", "paper"].map(|profile| EngineConfig {
+            assumptions: crate::assumptions::Assumptions::parse("test", profile).expect("one"),
+            ..EngineConfig::default()
+        });
+        for (preset, builder, policies, spec) in cases {
+            let m = crate::testutils::preset(preset);
+            let d = builder.build(&m, &BuildOptions::default());
+            for config in &profiles {
+                for seed in 1..=2 {
+                    let w = crate::workload::WorkloadSpec::parse("test", spec)
+                        .and_then(|s| s.generate("test", seed, m.node_cpu_lists()))
+                        .expect("a workload");
+                    for &policy in policies {
+                        assert_eq!(
+                            run_with(&m, &d, &w, policy, config, true),
+                            run_with(&m, &d, &w, policy, config, false),
+                            "{preset} {policy} {:?} {spec} seed {seed}",
+                            config.assumptions
+                        );
+                    }
+                }
+            }
+        }
+        // Arrivals on ticks, where timers fall too: an arrival goes first at its instant.
+        let m = crate::testutils::preset("mehta-m1");
+        let d = Builder::Multilevel.build(&m, &BuildOptions::default());
+        let w = Workload {
+            apps: Vec::new(),
+            processes: (0..150u32)
+                .map(|pid| crate::workload::Process {
+                    arrival_ns: u64::from(pid / 3) * 2_000_000,
+                    spawn_cpu: pid * 7 % 32,
+                    ..crate::testutils::process(pid, crate::workload::Kind::Cpu, 40)
+                })
+                .collect(),
+        };
+        for config in &profiles {
+            for policy in ["linux26", "origin-aware"] {
+                assert_eq!(
+                    run_with(&m, &d, &w, policy, config, true),
+                    run_with(&m, &d, &w, policy, config, false),
+                    "arrivals on ticks, {policy}"
+                );
+            }
+        }
     }
 }
