@@ -182,6 +182,8 @@ struct State<'a> {
     pelt: bool,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
     quiet: Quiet,
+    /// The ns of the tick `w.tick`, `[start, end)` (`set_now`).
+    tick_span: (u64, u64),
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -189,10 +191,20 @@ struct State<'a> {
 const WORK_EPS: f64 = 1e-3;
 
 impl<'a> State<'a> {
-    /// Moves the clock to `now`.
+    /// Moves the clock to `now`, and `w.tick` with it: a division only when `now` leaves the
+    /// current tick (most events share one with the event before).
+    #[inline]
     fn set_now(&mut self, now: u64) {
         self.w.now = now;
-        self.w.tick = now / self.w.config.tick_ns;
+        let (start, end) = self.tick_span;
+        if now < start || now >= end {
+            let tick_ns = self.w.config.tick_ns;
+            self.w.tick = now / tick_ns;
+            self.tick_span = (
+                self.w.tick * tick_ns,
+                (self.w.tick + 1).saturating_mul(tick_ns),
+            );
+        }
     }
 
     fn view(&self) -> View<'_> {
@@ -806,6 +818,7 @@ impl<'a> State<'a> {
             slice_ns: config.timeslice_ns,
             pelt: false,
             quiet: Quiet::default(),
+            tick_span: (0, config.tick_ns),
         }
     }
 }
