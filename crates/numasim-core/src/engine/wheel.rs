@@ -19,7 +19,9 @@
 //! Every timer waiting here is at the current tick or later, and within the window of the tick
 //! it was set at, so the pending ticks lie in `[now_tick, now_tick + W)` and no two share a
 //! bucket; a bucket is emptied (popped to its end) before the clock leaves its tick, and only a
-//! tick after the current one is ever appended to, never the bucket being popped.
+//! tick after the current one is ever appended to, never the bucket being popped. The timers
+//! live in the slots of one vector, a bucket being a list of them, so that a run allocates no
+//! bucket of its own and a freed slot is reused while it is still in the cache.
 
 use crate::machine::CpuId;
 
@@ -27,27 +29,38 @@ use crate::machine::CpuId;
 /// longest balancing interval of a busy CPU at a level inside a node (2.6.18's 4 ms × 64).
 pub(super) const WINDOW_TICKS: u64 = 512;
 
-/// A timer: its sequence number (its place among events at one instant), its CPU and the
-/// generation it was set with (`CpuState::balance_gen`).
+/// No slot (the end of a bucket or of the free list).
+const NONE: u32 = u32::MAX;
+
+/// A timer: its sequence number (its place among events at one instant), the generation it was
+/// set with (`CpuState::balance_gen`), its CPU, and the next slot of its bucket (or of the
+/// free list).
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+struct Slot {
     seq: u64,
-    cpu: CpuId,
     gen: u64,
+    cpu: u32,
+    next: u32,
 }
 
+/// The timers, each in a slot of one vector; a bucket is a list of slots, first to last in the
+/// order they were set (no allocation per bucket: a run's buckets start empty, and freed slots
+/// are reused).
 #[derive(Debug)]
 pub(super) struct Wheel {
     tick_ns: u64,
     /// `tick_ns` as a u32 divisor (a 32-bit division: every offset in the window fits), or 0
     /// when the window does not fit in 32 bits of ns (then everything goes to the heap).
     tick_ns_32: u32,
-    buckets: Vec<Vec<Entry>>,
-    /// The earliest pending tick (`u64::MAX` when empty), its time in ns, how many entries
-    /// of its bucket have been popped, and the key of the next (`u128::MAX` when empty).
+    slots: Vec<Slot>,
+    /// The first free slot.
+    free: u32,
+    /// Per bucket: its first and last slot.
+    buckets: Vec<(u32, u32)>,
+    /// The earliest pending tick (`u64::MAX` when empty), its time in ns, and the key of its
+    /// first timer (`u128::MAX` when empty).
     head_tick: u64,
     head_ns: u64,
-    head_pos: usize,
     head_key: u128,
     /// Pending timers.
     len: usize,
@@ -61,10 +74,11 @@ impl Wheel {
         Self {
             tick_ns,
             tick_ns_32: if fits { tick_ns as u32 } else { 0 },
-            buckets: (0..WINDOW_TICKS).map(|_| Vec::new()).collect(),
+            slots: Vec::new(),
+            free: NONE,
+            buckets: vec![(NONE, NONE); WINDOW_TICKS as usize],
             head_tick: u64::MAX,
             head_ns: u64::MAX,
-            head_pos: 0,
             head_key: u128::MAX,
             len: 0,
         }
@@ -87,21 +101,37 @@ impl Wheel {
             return false; // not on a tick
         }
         let tick = now_tick + u64::from(ahead);
-        let bucket = &mut self.buckets[(tick % WINDOW_TICKS) as usize];
+        let slot = Slot {
+            seq,
+            gen,
+            cpu: cpu as u32,
+            next: NONE,
+        };
+        let i = if self.free == NONE {
+            self.slots.push(slot);
+            (self.slots.len() - 1) as u32
+        } else {
+            let i = self.free;
+            self.free = self.slots[i as usize].next;
+            self.slots[i as usize] = slot;
+            i
+        };
+        let b = (tick % WINDOW_TICKS) as usize;
+        let (first, last) = self.buckets[b];
         debug_assert!(
-            bucket.last().is_none_or(|e| e.seq < seq),
+            last == NONE || self.slots[last as usize].seq < seq,
             "in sequence order"
         );
-        debug_assert!(
-            tick != self.head_tick || self.head_pos == 0,
-            "not the bucket popped"
-        );
-        bucket.push(Entry { seq, cpu, gen });
+        if last == NONE {
+            self.buckets[b] = (i, i);
+        } else {
+            self.slots[last as usize].next = i;
+            self.buckets[b] = (first, i);
+        }
         if tick < self.head_tick {
-            debug_assert_eq!(bucket.len(), 1, "an earlier tick's bucket was empty");
+            debug_assert_eq!(last, NONE, "an earlier tick's bucket was empty");
             self.head_tick = tick;
             self.head_ns = t;
-            self.head_pos = 0;
             self.head_key = key(t, seq);
         }
         self.len += 1;
@@ -118,19 +148,21 @@ impl Wheel {
     /// Takes the earliest timer: `(time, cpu, gen)`. The wheel must not be empty.
     #[inline]
     pub(super) fn pop(&mut self) -> (u64, CpuId, u64) {
-        let i = (self.head_tick % WINDOW_TICKS) as usize;
-        let e = self.buckets[i][self.head_pos];
+        let b = (self.head_tick % WINDOW_TICKS) as usize;
+        let i = self.buckets[b].0;
+        let slot = self.slots[i as usize];
         let t = self.head_ns;
-        self.head_pos += 1;
+        self.slots[i as usize].next = self.free;
+        self.free = i;
         self.len -= 1;
-        if self.head_pos == self.buckets[i].len() {
-            self.buckets[i].clear();
-            self.head_pos = 0;
+        if slot.next == NONE {
+            self.buckets[b] = (NONE, NONE);
             self.advance_head();
         } else {
-            self.head_key = key(t, self.buckets[i][self.head_pos].seq);
+            self.buckets[b].0 = slot.next;
+            self.head_key = key(t, self.slots[slot.next as usize].seq);
         }
-        (t, e.cpu, e.gen)
+        (t, slot.cpu as CpuId, slot.gen)
     }
 
     /// After the head's bucket emptied: the next non-empty tick, if any.
@@ -143,14 +175,16 @@ impl Wheel {
             return;
         }
         // Pending ticks lie within WINDOW_TICKS of the head: the first non-empty bucket after it.
-        let found = (1..WINDOW_TICKS)
+        let (tick, first) = (1..WINDOW_TICKS)
             .map(|ahead| self.head_tick + ahead)
-            .find(|&tick| !self.buckets[(tick % WINDOW_TICKS) as usize].is_empty())
+            .find_map(|tick| {
+                let first = self.buckets[(tick % WINDOW_TICKS) as usize].0;
+                (first != NONE).then_some((tick, first))
+            })
             .expect("a pending timer within the window");
-        self.head_tick = found;
-        self.head_ns = found * self.tick_ns;
-        let first = self.buckets[(found % WINDOW_TICKS) as usize][0].seq;
-        self.head_key = key(self.head_ns, first);
+        self.head_tick = tick;
+        self.head_ns = tick * self.tick_ns;
+        self.head_key = key(self.head_ns, self.slots[first as usize].seq);
     }
 }
 
