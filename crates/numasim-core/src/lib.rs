@@ -39,6 +39,7 @@ pub mod load;
 pub mod machine;
 pub mod memory;
 pub mod policy;
+pub(crate) mod ring;
 pub mod state;
 #[cfg(feature = "testutils")]
 pub mod testutils;

@@ -26,6 +26,11 @@
 //!    `avg_source ≤ ⌊NICE_0_LOAD · nr / cpus⌋ ≤ avg_target` ([`View::group_bound`]). The counts
 //!    are kept per group at every runqueue change; a balancer can rule a level out from them
 //!    without reading (and catching up) the loads of every group.
+//! 6. Levels with many groups ([`crate::domains::RING_MIN_GROUPS`]) list them as a rotation of a
+//!    ring ([`crate::domains::RingAt`]); each ring's bounds are also kept in a tree
+//!    ([`crate::ring::RingTree`]), updated with them, so that the largest or smallest bound of a
+//!    level's other groups, and its next group past a bound, are found without reading every
+//!    group (`View::others_max_bound` and the like).
 //!
 //! [`View::group_bound`]: crate::interface::View::group_bound
 
@@ -222,6 +227,10 @@ pub(crate) struct GroupLoads {
     /// kept at every runqueue change. They do not depend on the tick, and the second bounds
     /// the group's averages without reading them (step 5).
     nr_running: Vec<(u64, u64)>,
+    /// Per ring of [`crate::domains::Domains::rings`]: its bounds (step 6).
+    rings: Vec<crate::ring::RingTree>,
+    /// Per group id: the rings it is on, and where (empty when there are no rings).
+    ring_slots: Vec<smallvec::SmallVec<[(u32, u32); 2]>>,
 }
 
 #[derive(Debug, Default)]
@@ -247,9 +256,17 @@ impl Kept {
 
 impl GroupLoads {
     /// For groups of `weights` CPUs on a machine of `cpus` CPUs, every runqueue empty (averages
-    /// of zero at no load: settled).
-    pub(crate) fn new(weights: Vec<usize>, cpus: usize) -> Self {
+    /// of zero at no load: settled), the groups of `rings` (ids) on rings in that order.
+    pub(crate) fn new(weights: Vec<usize>, cpus: usize, rings: &[Vec<u32>]) -> Self {
         let groups = weights.len();
+        // None at all without rings (most machines): a change then skips them in one test.
+        let mut ring_slots =
+            vec![smallvec::SmallVec::new(); if rings.is_empty() { 0 } else { groups }];
+        for (r, ids) in rings.iter().enumerate() {
+            for (pos, &id) in ids.iter().enumerate() {
+                ring_slots[id as usize].push((r as u32, pos as u32));
+            }
+        }
         Self {
             inner: std::cell::RefCell::new(Kept {
                 sums: vec![(1, 0, GroupSums::default()); groups],
@@ -261,7 +278,43 @@ impl GroupLoads {
             }),
             nr_running: vec![(0, 0); groups],
             weights,
+            rings: rings
+                .iter()
+                .map(|ids| crate::ring::RingTree::new(ids.len()))
+                .collect(),
+            ring_slots,
         }
+    }
+
+    /// The groups `ids` changed their tasks: their leaves on the rings (step 6).
+    #[inline(never)]
+    fn rings_changed(&mut self, ids: &[u32]) {
+        for &id in ids {
+            let (n, bound) = self.nr_running[id as usize];
+            let eligible = n > self.weights[id as usize] as u64;
+            for &(ring, pos) in &self.ring_slots[id as usize] {
+                self.rings[ring as usize].set(pos as usize, bound, eligible);
+            }
+        }
+    }
+
+    /// The bounds of the groups of `at`'s ring but its first (a level's own group): their
+    /// largest, smallest and largest busiest-eligible (step 6).
+    #[inline]
+    pub(crate) fn ring_others(&self, at: crate::domains::RingAt) -> [u64; 3] {
+        self.rings[at.ring as usize].others(at.start as usize)
+    }
+
+    /// The first position of the level entering `at`'s ring, from `from` on, whose bounds
+    /// satisfy `hit` (a test of a node of [`crate::ring::RingTree`]).
+    #[inline]
+    pub(crate) fn ring_next(
+        &self,
+        at: crate::domains::RingAt,
+        from: usize,
+        hit: &impl Fn(&[u64; 3]) -> bool,
+    ) -> Option<usize> {
+        self.rings[at.ring as usize].next(at.start as usize, from, hit)
     }
 
     /// Group `id`'s tasks now (what [`GroupLoads::get`] gives as `nr_running`, at any tick).
@@ -359,6 +412,10 @@ impl GroupLoads {
                 (entry.0, entry.1) = (1, 0);
             }
         }
+        if !self.ring_slots.is_empty() {
+            self.rings_changed(ids);
+        }
+        let kept = self.inner.get_mut();
         if kept.in_unsettled[cpu] {
             return;
         }

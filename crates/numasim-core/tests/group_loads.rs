@@ -23,6 +23,47 @@ use proptest::prelude::*;
 struct Checked {
     inner: Linux26,
     checks: usize,
+    /// Checks of a level with a ring (crate::load, step 6).
+    ring_checks: usize,
+}
+
+/// What a balancer asks of a level's other groups (crate::load, step 6), against reading each
+/// group's bound: from the level's ring, where it has one, the same answers.
+fn check_level_questions(v: &View<'_>, l: &numasim_core::Level) {
+    let others = || {
+        l.groups
+            .iter()
+            .filter(|g| !g.local)
+            .map(|g| v.group_bound(g))
+    };
+    assert_eq!(
+        v.others_max_bound(l),
+        others().max().unwrap_or(0),
+        "at {}",
+        v.now
+    );
+    assert_eq!(v.others_min_bound(l), others().min(), "at {}", v.now);
+    let len = l.groups.len();
+    for from in [0, 1, len / 3, len - 1, len] {
+        for thr in [0, 64, 127, 128, 136, 200, u64::MAX] {
+            let busiest = (from..len).find(|&i| {
+                let g = &l.groups[i];
+                !g.local && v.group_nr_running(g) > g.weight as u64 && v.group_bound(g) > thr
+            });
+            assert_eq!(
+                v.next_busiest_candidate(l, from, thr),
+                busiest,
+                "{from} {thr}"
+            );
+            let idlest =
+                (from..len).find(|&i| !l.groups[i].local && v.group_bound(&l.groups[i]) < thr);
+            assert_eq!(
+                v.next_idlest_candidate(l, from, thr),
+                idlest,
+                "{from} {thr}"
+            );
+        }
+    }
 }
 
 fn scanned(v: &View<'_>, g: &numasim_core::Group, idx: usize) -> GroupLoad {
@@ -48,6 +89,8 @@ impl Checked {
         }
         assert_eq!(v.none_overloaded(), v.overloaded().is_empty());
         for l in &v.domains.cpus[cpu] {
+            check_level_questions(v, l);
+            self.ring_checks += usize::from(l.ring.is_some());
             for g in l.groups.iter() {
                 for idx in 0..4 {
                     let (kept, fresh) = (v.group_load(g, idx), scanned(v, g, idx));
@@ -145,10 +188,35 @@ proptest! {
         let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 60);
         let config = EngineConfig::default();
         let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
-        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0 };
+        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0, ring_checks: 0 };
         let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
         prop_assert_eq!(r.processes.len(), n);
         prop_assert!(p.checks > 0 || m.cpus() == 1);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// Machines with levels of 32 groups or more, whose bounds are kept on rings: the same
+    /// checks (and linux26's own, in debug builds: every scan that skips groups against one
+    /// that reads them all).
+    #[test]
+    fn ring_answers_are_fresh_answers(
+        nodes in 33usize..70,
+        cpn in 1usize..3,
+        b in prop::sample::select(vec![0usize, 1, 2, 3]),
+        n in 20usize..120,
+        kind in 0usize..3,
+        seed in 0u64..1000,
+    ) {
+        let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 30);
+        let config = EngineConfig::default();
+        let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
+        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0, ring_checks: 0 };
+        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
+        prop_assert_eq!(r.processes.len(), n);
+        prop_assert!(p.ring_checks > 0, "{} levels with a ring", d.rings.len());
     }
 }
 

@@ -85,3 +85,56 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// A level with a ring (`Level::ring`) lists the ring's group ids from its start on,
+    /// wrapping round; every level that can have one — `RING_MIN_GROUPS` groups or more, its
+    /// own first and no other its own, no id twice — has one; every ring is some level's.
+    #[test]
+    fn levels_on_a_ring_list_it_from_their_start(
+        nodes in 20usize..70,
+        cpn in 1usize..3,
+        seed in 0usize..1000,
+    ) {
+        let rows: Vec<Vec<u32>> = (0..nodes)
+            .map(|i| {
+                (0..nodes)
+                    .map(|j| if i == j { 10 } else { 20 + 10 * ((i * j + seed) % 4) as u32 })
+                    .collect()
+            })
+            .collect();
+        let m = testutils::machine(&rows, cpn);
+        for b in Builder::ALL {
+            let d = b.build(&m, &BuildOptions::default());
+            let mut used = vec![false; d.rings.len()];
+            for (cpu, levels) in d.cpus.iter().enumerate() {
+                for (k, l) in levels.iter().enumerate() {
+                    let ids: Vec<u32> = l.groups.iter().map(|g| g.id).collect();
+                    match l.ring {
+                        Some(at) => {
+                            let ring = &d.rings[at.ring as usize];
+                            prop_assert_eq!(ring.len(), ids.len());
+                            for (i, &id) in ids.iter().enumerate() {
+                                prop_assert_eq!(id, ring[(at.start as usize + i) % ring.len()], "{} cpu {} level {}", b, cpu, k);
+                            }
+                            used[at.ring as usize] = true;
+                        }
+                        None => {
+                            let mut distinct = ids.clone();
+                            distinct.sort_unstable();
+                            distinct.dedup();
+                            let can = ids.len() >= numasim_core::domains::RING_MIN_GROUPS
+                                && l.groups[0].local
+                                && l.groups[1..].iter().all(|g| !g.local)
+                                && distinct.len() == ids.len();
+                            prop_assert!(!can, "{} cpu {} level {}: no ring", b, cpu, k);
+                        }
+                    }
+                }
+            }
+            prop_assert!(used.iter().all(|&u| u), "{}: a ring no level lists", b);
+        }
+    }
+}

@@ -229,8 +229,21 @@ impl PartialEq for Group {
     }
 }
 
+/// Where a level's groups lie on a ring of [`Domains::rings`]: the level lists the ring's group
+/// ids from position `start` on, wrapping round (the kernel's circular list of `sched_group`s,
+/// entered at the CPU's own group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingAt {
+    pub ring: u32,
+    pub start: u32,
+}
+
+/// Levels of at least this many groups get a ring ([`Level::ring`]), whose bounds the engine
+/// keeps in a tree: below it, reading every group's bound costs less than keeping the tree.
+pub const RING_MIN_GROUPS: usize = 32;
+
 /// One level of one CPU's hierarchy.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Level {
     pub name: String,
     pub span: Arc<CpuSet>,
@@ -244,6 +257,24 @@ pub struct Level {
     pub reach: Arc<CpuSet>,
     /// CPUs in its span (the kernel's `span_weight`).
     pub weight: usize,
+    /// Its place on a ring, when it has [`RING_MIN_GROUPS`] groups or more, its own first and
+    /// no other its own, listed as a rotation of a ring ([`Builder::build`]): the engine then
+    /// answers questions about its groups' bounds from a tree, without reading every group
+    /// (`View::others_max_bound` and the like).
+    pub ring: Option<RingAt>,
+}
+
+/// Levels are equal when their names, CPUs, groups (in order) and parameters are: the ring
+/// only names one within its [`Domains`], as a group's id does.
+impl PartialEq for Level {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.span == other.span
+            && self.groups == other.groups
+            && self.params == other.params
+            && self.reach == other.reach
+            && self.weight == other.weight
+    }
 }
 
 impl Level {
@@ -260,6 +291,7 @@ impl Level {
             groups: groups.into(),
             params,
             reach: Arc::new(reach),
+            ring: None,
         }
     }
 }
@@ -428,13 +460,14 @@ impl Builder {
     /// Builds the hierarchy of every CPU of `machine`.
     pub fn build(self, machine: &Machine, options: &BuildOptions) -> Domains {
         let mut shared = Interner::default();
-        let cpus = match self {
+        let mut cpus = match self {
             Self::Flat => era26::flat(machine, &options.era26, &mut shared),
             Self::NodeOnly => era26::node_only(machine, &options.era26, &mut shared),
             Self::TwoLevel => era26::two_level(machine, &options.era26, &mut shared),
             Self::Multilevel => multilevel::build(machine, &options.era26, &mut shared),
             Self::Linux => linux::build(machine, &options.modern, &mut shared),
         };
+        let rings = find_rings(&mut cpus);
         let mut member_of = vec![Vec::new(); machine.cpus()];
         for (id, span) in shared.spans.iter().enumerate() {
             for c in span.iter() {
@@ -446,8 +479,51 @@ impl Builder {
             cpus,
             group_spans: shared.spans,
             member_of,
+            rings,
         }
     }
+}
+
+/// Gives every level of [`RING_MIN_GROUPS`] groups or more that lists its own group first, and
+/// no other of its own, a ring: the cyclic order of its group ids, shared by every level that
+/// lists the same ids in the same cyclic order (each CPU enters the kernel's circular list of
+/// groups at its own). Returns the rings, each from its smallest id. A list with an id twice
+/// gets none.
+fn find_rings(cpus: &mut [Vec<Level>]) -> Vec<Vec<u32>> {
+    let mut rings: Vec<Vec<u32>> = Vec::new();
+    let mut by_ids: rustc_hash::FxHashMap<Vec<u32>, u32> = Default::default();
+    // By the address of a shared group list (all alive through the pass): its ring, once.
+    let mut by_list: rustc_hash::FxHashMap<usize, Option<RingAt>> = Default::default();
+    for l in cpus.iter_mut().flatten() {
+        if l.groups.len() < RING_MIN_GROUPS
+            || !l.groups[0].local
+            || l.groups[1..].iter().any(|g| g.local)
+        {
+            continue;
+        }
+        let key = Arc::as_ptr(&l.groups) as *const Group as usize;
+        l.ring = *by_list.entry(key).or_insert_with(|| {
+            let ids: Vec<u32> = l.groups.iter().map(|g| g.id).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != ids.len() {
+                return None;
+            }
+            let first = ids.iter().position(|&id| id == sorted[0]).expect("present");
+            let cyclic: Vec<u32> = ids[first..].iter().chain(&ids[..first]).copied().collect();
+            let next = rings.len() as u32;
+            let ring = *by_ids.entry(cyclic).or_insert(next);
+            if ring == next {
+                rings.push(ids[first..].iter().chain(&ids[..first]).copied().collect());
+            }
+            Some(RingAt {
+                ring,
+                start: ((ids.len() - first) % ids.len()) as u32,
+            })
+        });
+    }
+    rings
 }
 
 impl fmt::Display for Builder {
@@ -486,6 +562,8 @@ pub struct Domains {
     pub group_spans: Vec<Arc<CpuSet>>,
     /// `member_of[c]` = the ids of the distinct groups whose span holds CPU c, ascending.
     pub member_of: Vec<Vec<u32>>,
+    /// The rings of group ids the levels with a [`Level::ring`] are rotations of.
+    pub rings: Vec<Vec<u32>>,
 }
 
 impl Domains {

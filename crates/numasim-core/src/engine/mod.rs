@@ -798,6 +798,7 @@ impl<'a> State<'a> {
                 group_loads: crate::load::GroupLoads::new(
                     domains.group_spans.iter().map(|s| s.len()).collect(),
                     machine.cpus(),
+                    &domains.rings,
                 ),
             },
             seq: 0,

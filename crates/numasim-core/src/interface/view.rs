@@ -2,9 +2,10 @@
 
 use crate::config::EngineConfig;
 use crate::cpuset::CpuSet;
-use crate::domains::{Domains, Group};
+use crate::domains::{Domains, Group, Level};
 use crate::load::{GroupLoad, GroupLoads, PeltAvg, NICE_0_LOAD};
 use crate::machine::{CpuId, Machine};
+use crate::ring;
 use crate::state::{CpuState, GroupState, PState, ProcState};
 use crate::workload::{Kind, Workload};
 
@@ -156,6 +157,90 @@ impl View<'_> {
     #[inline]
     pub fn group_nr_running(&self, group: &Group) -> u64 {
         self.group_loads.nr_running(group.id)
+    }
+
+    /// The largest [`View::group_bound`] of `level`'s groups other than its own (0 when it has
+    /// none): from the level's ring when it has one (crate::load, step 6), else read.
+    #[inline]
+    pub fn others_max_bound(&self, level: &Level) -> u64 {
+        match level.ring {
+            Some(at) => ring::max_bound(&self.group_loads.ring_others(at)),
+            None => level
+                .groups
+                .iter()
+                .filter(|g| !g.local)
+                .map(|g| self.group_bound(g))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// The smallest [`View::group_bound`] of `level`'s groups other than its own (`None` when
+    /// it has none), as [`View::others_max_bound`] finds the largest.
+    #[inline]
+    pub fn others_min_bound(&self, level: &Level) -> Option<u64> {
+        match level.ring {
+            Some(at) => {
+                Some(ring::min_bound(&self.group_loads.ring_others(at))).filter(|&m| m != u64::MAX)
+            }
+            None => level
+                .groups
+                .iter()
+                .filter(|g| !g.local)
+                .map(|g| self.group_bound(g))
+                .min(),
+        }
+    }
+
+    /// The first of `level`'s groups from list position `from` on, other than its own, that
+    /// has more tasks than CPUs and a bound above `max_load`: the next one
+    /// `find_busiest_group` must read when the busiest so far has `max_load` (another's
+    /// `avg_source` is at most its bound). From the level's ring when it has one.
+    #[inline]
+    pub fn next_busiest_candidate(
+        &self,
+        level: &Level,
+        from: usize,
+        max_load: u64,
+    ) -> Option<usize> {
+        match level.ring {
+            // The level's own group is its first.
+            Some(at) => self
+                .group_loads
+                .ring_next(at, from.max(1), &|n: &[u64; 3]| {
+                    ring::max_eligible(n) > max_load
+                }),
+            None => (from..level.groups.len()).find(|&i| {
+                let g = &level.groups[i];
+                !g.local
+                    && self.group_nr_running(g) > g.weight as u64
+                    && self.group_bound(g) > max_load
+            }),
+        }
+    }
+
+    /// The first of `level`'s groups from list position `from` on, other than its own, with a
+    /// bound below `min_load`: the next one `find_idlest_group` must read when the idlest so
+    /// far has `min_load` (another's `avg_target` is at least its bound). From the level's ring
+    /// when it has one.
+    #[inline]
+    pub fn next_idlest_candidate(
+        &self,
+        level: &Level,
+        from: usize,
+        min_load: u64,
+    ) -> Option<usize> {
+        match level.ring {
+            Some(at) => self
+                .group_loads
+                .ring_next(at, from.max(1), &|n: &[u64; 3]| {
+                    ring::min_bound(n) < min_load
+                }),
+            None => (from..level.groups.len()).find(|&i| {
+                let g = &level.groups[i];
+                !g.local && self.group_bound(g) < min_load
+            }),
+        }
     }
 
     /// `pid`'s PELT signals now (all zero unless the policy asked for them:

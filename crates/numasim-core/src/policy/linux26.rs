@@ -55,7 +55,7 @@
 //! by a busy one as `pull`.
 
 use crate::assumptions::Wake;
-use crate::domains::{sd, Level};
+use crate::domains::{sd, Group, Level};
 use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::interface::{PolicyContext, View};
 use crate::load::NICE_0_LOAD;
@@ -365,13 +365,7 @@ fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize,
     // which reads no load at all, then the load itself.
     if let Some(local) = level.groups.iter().find(|g| g.local) {
         let pct = u64::from(level.params.imbalance_pct);
-        let max_bound = level
-            .groups
-            .iter()
-            .filter(|g| !g.local)
-            .map(|g| v.group_bound(g))
-            .max()
-            .unwrap_or(0);
+        let max_bound = v.others_max_bound(level);
         let balanced = 100 * max_bound <= pct * v.group_bound(local)
             || 100 * max_bound <= pct * v.group_load(local, idx).avg_target;
         if balanced {
@@ -392,10 +386,66 @@ fn find_busiest_group(v: &View<'_>, level: &Level, idx: usize) -> Option<(usize,
     found
 }
 
+/// What `find_busiest_group`'s scan has found: the busiest group so far and this CPU's own.
+struct BusiestScan {
+    max_load: u64,
+    busiest: Option<usize>,
+    busiest_pwr: u64,
+    busiest_nr: u64,
+    busiest_lpt: u64,
+    this_load: u64,
+    this_pwr: u64,
+    this_nr: u64,
+    this_lpt: u64,
+}
+
+impl BusiestScan {
+    /// Nothing found yet (a power of one CPU each, as the kernel's scan starts).
+    fn new() -> Self {
+        Self {
+            max_load: 0,
+            busiest: None,
+            busiest_pwr: SCALE,
+            busiest_nr: 0,
+            busiest_lpt: 0,
+            this_load: 0,
+            this_pwr: SCALE,
+            this_nr: 0,
+            this_lpt: 0,
+        }
+    }
+
+    /// Sums of target_load over this CPU's group, and their average (× SCALE / power); where
+    /// several groups hold the CPU (overlapping groups), the last in the level's order counts.
+    #[inline]
+    fn this(&mut self, v: &View<'_>, g: &Group, idx: usize) {
+        let sums = v.group_load(g, idx);
+        self.this_load = sums.avg_target;
+        self.this_pwr = power(g.weight);
+        self.this_nr = sums.nr_running;
+        self.this_lpt = sums.raw;
+    }
+
+    /// Sums of source_load over another group `gi`, `g`, and their average: the busiest so far
+    /// when above the busiest load found and over capacity.
+    #[inline]
+    fn other(&mut self, v: &View<'_>, gi: usize, g: &Group, idx: usize) {
+        let sums = v.group_load(g, idx);
+        if sums.avg_source > self.max_load && sums.nr_running > g.weight as u64 {
+            self.max_load = sums.avg_source;
+            self.busiest = Some(gi);
+            self.busiest_pwr = power(g.weight);
+            self.busiest_nr = sums.nr_running;
+            self.busiest_lpt = sums.raw;
+        }
+    }
+}
+
 /// `find_busiest_group`'s scan of the level's groups. A group that cannot be the busiest — no
 /// more tasks than CPUs, or a bound (View::group_bound) no higher than the busiest load found
-/// so far — is not read, and the level's average, which every group's loads make, is read only
-/// when the busiest group found leaves it to decide. `read_all` reads every group first, as the
+/// so far — is not read (`View::next_busiest_candidate` names the next one that can, in the
+/// level's order), and the level's average, which every group's loads make, is read only when
+/// the busiest group found leaves it to decide. `read_all` reads every group first, as the
 /// kernel does (debug builds check that both give the same answer).
 fn scan_busiest_group(
     v: &View<'_>,
@@ -403,36 +453,46 @@ fn scan_busiest_group(
     idx: usize,
     read_all: bool,
 ) -> Option<(usize, u64)> {
-    let (mut max_load, mut this_load) = (0u64, 0u64);
-    let mut busiest = None;
-    let (mut this_pwr, mut busiest_pwr) = (SCALE, SCALE);
-    let (mut this_nr, mut busiest_nr) = (0u64, 0u64);
-    let (mut this_lpt, mut busiest_lpt) = (0u64, 0u64);
-    for (gi, g) in level.groups.iter().enumerate() {
-        let pwr = power(g.weight);
-        let capacity = pwr / SCALE;
-        if g.local {
-            // Sums of target_load over this group's CPUs, and their average (× SCALE / power).
-            let sums = v.group_load(g, idx);
-            this_load = sums.avg_target;
-            this_pwr = pwr;
-            this_nr = sums.nr_running;
-            this_lpt = sums.raw;
-            continue;
+    let mut scan = BusiestScan::new();
+    match level.ring.filter(|_| !read_all) {
+        // The level's own group first, then the ones its ring names as candidates, in order.
+        Some(_) => {
+            if let Some(g) = level.groups.iter().rev().find(|g| g.local) {
+                scan.this(v, g, idx);
+            }
+            let mut from = 0;
+            while let Some(gi) = v.next_busiest_candidate(level, from, scan.max_load) {
+                scan.other(v, gi, &level.groups[gi], idx);
+                from = gi + 1;
+            }
         }
-        if !read_all && (v.group_nr_running(g) <= capacity || v.group_bound(g) <= max_load) {
-            continue; // its avg_source is at most its bound: it cannot be the busiest
-        }
-        // Sums of source_load over another group's CPUs, and their average.
-        let sums = v.group_load(g, idx);
-        if sums.avg_source > max_load && sums.nr_running > capacity {
-            max_load = sums.avg_source;
-            busiest = Some(gi);
-            busiest_pwr = pwr;
-            busiest_nr = sums.nr_running;
-            busiest_lpt = sums.raw;
+        None => {
+            for (gi, g) in level.groups.iter().enumerate() {
+                if g.local {
+                    scan.this(v, g, idx);
+                    continue;
+                }
+                if !read_all
+                    && (v.group_nr_running(g) <= g.weight as u64
+                        || v.group_bound(g) <= scan.max_load)
+                {
+                    continue; // its avg_source is at most its bound: it cannot be the busiest
+                }
+                scan.other(v, gi, g, idx);
+            }
         }
     }
+    let BusiestScan {
+        max_load,
+        busiest,
+        busiest_pwr,
+        busiest_nr,
+        mut busiest_lpt,
+        this_load,
+        this_pwr,
+        this_nr,
+        mut this_lpt,
+    } = scan;
     let busiest = busiest?;
     if this_load >= max_load || busiest_nr == 0 {
         return None;
@@ -749,11 +809,9 @@ fn find_idlest_group(v: &View<'_>, level: &Level) -> Option<usize> {
     // (`100 * this_load < imbalance * min_load`): so say it without reading their loads.
     if let Some(local) = level.groups.iter().find(|g| g.local) {
         let this_load = v.group_load(local, idx).avg_source;
-        let stay = level
-            .groups
-            .iter()
-            .filter(|g| !g.local)
-            .all(|g| 100 * this_load < imbalance * v.group_bound(g));
+        let stay = v
+            .others_min_bound(level)
+            .is_none_or(|bound| 100 * this_load < imbalance * bound);
         if stay {
             debug_assert_eq!(
                 scan_idlest_group(v, level, idx, imbalance, true),
@@ -773,7 +831,8 @@ fn find_idlest_group(v: &View<'_>, level: &Level) -> Option<usize> {
 }
 
 /// `find_idlest_group`'s scan of the level's groups. A group whose bound (View::group_bound)
-/// is no lower than the least load found so far cannot be the idlest and is not read;
+/// is no lower than the least load found so far cannot be the idlest and is not read
+/// (`View::next_idlest_candidate` names the next one that can, in the level's order);
 /// `read_all` reads every group, as the kernel does (debug builds check both agree).
 fn scan_idlest_group(
     v: &View<'_>,
@@ -784,22 +843,38 @@ fn scan_idlest_group(
 ) -> Option<usize> {
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
-    for (gi, g) in level.groups.iter().enumerate() {
-        let local = g.local;
-        if !local && !read_all && v.group_bound(g) >= min_load {
-            continue; // its avg_target is at least its bound: it cannot be the idlest
+    match level.ring.filter(|_| !read_all) {
+        // The level's own group first (the last in its order that holds this CPU), then the
+        // ones its ring names: a bound below the least load so far (another's avg_target is
+        // at least its bound, so no other can be the idlest).
+        Some(_) => {
+            if let Some(g) = level.groups.iter().rev().find(|g| g.local) {
+                this_load = v.group_load(g, idx).avg_source;
+            }
+            let mut from = 0;
+            while let Some(gi) = v.next_idlest_candidate(level, from, min_load) {
+                let avg = v.group_load(&level.groups[gi], idx).avg_target;
+                if avg < min_load {
+                    min_load = avg;
+                    idlest = Some(gi);
+                }
+                from = gi + 1;
+            }
         }
-        let sums = v.group_load(g, idx);
-        let avg = if local {
-            sums.avg_source
-        } else {
-            sums.avg_target
-        };
-        if local {
-            this_load = avg;
-        } else if avg < min_load {
-            min_load = avg;
-            idlest = Some(gi);
+        None => {
+            for (gi, g) in level.groups.iter().enumerate() {
+                let local = g.local;
+                if !local && !read_all && v.group_bound(g) >= min_load {
+                    continue; // its avg_target is at least its bound: it cannot be the idlest
+                }
+                let sums = v.group_load(g, idx);
+                if local {
+                    this_load = sums.avg_source;
+                } else if sums.avg_target < min_load {
+                    min_load = sums.avg_target;
+                    idlest = Some(gi);
+                }
+            }
         }
     }
     let idlest = idlest?;
