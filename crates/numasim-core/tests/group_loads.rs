@@ -173,6 +173,23 @@ fn random_run(
     (m, d, w)
 }
 
+/// linux26 wrapped in [`Checked`] over `w`: the processes that completed, and the checker.
+fn run_checked(m: &Machine, d: &Domains, w: &Workload) -> (usize, Checked) {
+    let config = EngineConfig::default();
+    let ctx = PolicyContext {
+        machine: m,
+        domains: d,
+        config: &config,
+    };
+    let mut p = Checked {
+        inner: Linux26::new(&ctx),
+        checks: 0,
+        ring_checks: 0,
+    };
+    let r = numasim_core::engine::run(m, d, w, &mut p, &config).unwrap();
+    (r.processes.len(), p)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -186,11 +203,8 @@ proptest! {
         seed in 0u64..1000,
     ) {
         let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 60);
-        let config = EngineConfig::default();
-        let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
-        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0, ring_checks: 0 };
-        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
-        prop_assert_eq!(r.processes.len(), n);
+        let (done, p) = run_checked(&m, &d, &w);
+        prop_assert_eq!(done, n);
         prop_assert!(p.checks > 0 || m.cpus() == 1);
     }
 }
@@ -211,11 +225,8 @@ proptest! {
         seed in 0u64..1000,
     ) {
         let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 30);
-        let config = EngineConfig::default();
-        let ctx = PolicyContext { machine: &m, domains: &d, config: &config };
-        let mut p = Checked { inner: Linux26::new(&ctx), checks: 0, ring_checks: 0 };
-        let r = numasim_core::engine::run(&m, &d, &w, &mut p, &config).unwrap();
-        prop_assert_eq!(r.processes.len(), n);
+        let (done, p) = run_checked(&m, &d, &w);
+        prop_assert_eq!(done, n);
         prop_assert!(p.ring_checks > 0, "{} levels with a ring", d.rings.len());
     }
 }
