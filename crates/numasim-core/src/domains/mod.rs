@@ -513,9 +513,9 @@ fn find_rings(cpus: &mut [Vec<Level>]) -> Vec<Vec<u32>> {
             let first = ids.iter().position(|&id| id == sorted[0]).expect("present");
             let cyclic: Vec<u32> = ids[first..].iter().chain(&ids[..first]).copied().collect();
             let next = rings.len() as u32;
-            let ring = *by_ids.entry(cyclic).or_insert(next);
+            let ring = *by_ids.entry(cyclic.clone()).or_insert(next);
             if ring == next {
-                rings.push(ids[first..].iter().chain(&ids[..first]).copied().collect());
+                rings.push(cyclic);
             }
             Some(RingAt {
                 ring,

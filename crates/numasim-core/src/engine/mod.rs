@@ -116,8 +116,14 @@ struct Scheduled {
 
 impl Scheduled {
     fn key(&self) -> u128 {
-        (u128::from(self.t) << 64) | u128::from(self.seq)
+        key(self.t, self.seq)
     }
+}
+
+/// `time << 64 | sequence`: the order of events, in the heap and in the wheel.
+#[inline]
+fn key(t: u64, seq: u64) -> u128 {
+    (u128::from(t) << 64) | u128::from(seq)
 }
 
 impl PartialEq for Scheduled {
@@ -696,8 +702,8 @@ impl<'a> State<'a> {
                 .push((self.w.now, at, level, kind.into(), moved));
         }
         if let Some(cpu) = cpu {
-            self.w.cpus[cpu].balance_ns += cost;
             let c = &mut self.w.cpus[cpu];
+            c.balance_ns += cost;
             if c.current.is_none() {
                 // What `stall` does on a CPU running nothing, without its calls: no progress
                 // to account (`advance` only moves `acct_ns`, which `dispatch` sets before it

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   bucket[k mod W]: the timers due at tick k, in the order they were scheduled
-//!   head: the earliest non-empty tick, and how far its bucket has been popped
+//!   head: the earliest non-empty tick, and the key of its bucket's first timer
 //! ```
 //!
 //! Every shipped policy asks for its balancing at a tick (linux26's `last_balance` advances by
@@ -23,6 +23,7 @@
 //! live in the slots of one vector, a bucket being a list of them, so that a run allocates no
 //! bucket of its own and a freed slot is reused while it is still in the cache.
 
+use super::key;
 use crate::machine::CpuId;
 
 /// Ticks of the window (the ring's buckets): 512 ms at the default 1 ms tick, more than the
@@ -186,12 +187,6 @@ impl Wheel {
         self.head_ns = tick * self.tick_ns;
         self.head_key = key(self.head_ns, self.slots[first as usize].seq);
     }
-}
-
-/// `time << 64 | sequence`: the order of events (as `Scheduled::key`).
-#[inline]
-fn key(t: u64, seq: u64) -> u128 {
-    (u128::from(t) << 64) | u128::from(seq)
 }
 
 #[cfg(test)]

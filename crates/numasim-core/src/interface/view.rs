@@ -203,20 +203,12 @@ impl View<'_> {
         from: usize,
         max_load: u64,
     ) -> Option<usize> {
-        match level.ring {
-            // The level's own group is its first.
-            Some(at) => self
-                .group_loads
-                .ring_next(at, from.max(1), &|n: &[u64; 3]| {
-                    ring::max_eligible(n) > max_load
-                }),
-            None => (from..level.groups.len()).find(|&i| {
-                let g = &level.groups[i];
-                !g.local
-                    && self.group_nr_running(g) > g.weight as u64
-                    && self.group_bound(g) > max_load
-            }),
-        }
+        self.next_other(
+            level,
+            from,
+            |n| ring::max_eligible(n) > max_load,
+            |g| self.group_nr_running(g) > g.weight as u64 && self.group_bound(g) > max_load,
+        )
     }
 
     /// The first of `level`'s groups from list position `from` on, other than its own, with a
@@ -230,15 +222,31 @@ impl View<'_> {
         from: usize,
         min_load: u64,
     ) -> Option<usize> {
+        self.next_other(
+            level,
+            from,
+            |n| ring::min_bound(n) < min_load,
+            |g| self.group_bound(g) < min_load,
+        )
+    }
+
+    /// The first of `level`'s groups from list position `from` on, other than its own, that
+    /// `passes`: searched on the level's ring with `on_ring`, the same test of a tree node
+    /// (true when it holds for one of the node's groups), when the level has one, else read.
+    #[inline]
+    fn next_other(
+        &self,
+        level: &Level,
+        from: usize,
+        on_ring: impl Fn(&[u64; 3]) -> bool,
+        passes: impl Fn(&Group) -> bool,
+    ) -> Option<usize> {
         match level.ring {
-            Some(at) => self
-                .group_loads
-                .ring_next(at, from.max(1), &|n: &[u64; 3]| {
-                    ring::min_bound(n) < min_load
-                }),
+            // The level's own group is its first.
+            Some(at) => self.group_loads.ring_next(at, from.max(1), &on_ring),
             None => (from..level.groups.len()).find(|&i| {
                 let g = &level.groups[i];
-                !g.local && self.group_bound(g) < min_load
+                !g.local && passes(g)
             }),
         }
     }

@@ -350,9 +350,10 @@ impl Policy for OriginAware {
         if !view.idle(cpu) {
             return false;
         }
-        let ri_lb = self.cycle[cpu].is_multiple_of(2); // the index of the cycle this opens
-                                                       // RI-LB's due levels are needed only to test their reach, which no overloaded CPU can
-                                                       // fail (level 0 opens the cycle: in it whether due or not).
+        // The index of the cycle this opens. RI-LB's due levels are needed only to test their
+        // reach, which no overloaded CPU can fail (level 0 opens the cycle: in it whether due
+        // or not).
+        let ri_lb = self.cycle[cpu].is_multiple_of(2);
         if ri_lb && !view.none_overloaded() {
             let due = 1 | self.inner.levels_due_either_way(view, cpu);
             if !self.inner.reach_none_overloaded(view, cpu, due) {
