@@ -345,6 +345,14 @@ impl Linux26 {
     }
 }
 
+/// The own group of a level on a ring: its first, and no other is its own (`Level::ring`), so
+/// it is found without walking the list (a ring level has hundreds of groups).
+fn ring_local(level: &Level) -> &Group {
+    let g = &level.groups[0];
+    debug_assert!(g.local && !level.groups[1..].iter().any(|g| g.local));
+    g
+}
+
 fn power(span_len: usize) -> u64 {
     SCALE * span_len as u64
 }
@@ -457,9 +465,7 @@ fn scan_busiest_group(
     match level.ring.filter(|_| !read_all) {
         // The level's own group first, then the ones its ring names as candidates, in order.
         Some(_) => {
-            if let Some(g) = level.groups.iter().rev().find(|g| g.local) {
-                scan.this(v, g, idx);
-            }
+            scan.this(v, ring_local(level), idx);
             let mut from = 0;
             while let Some(gi) = v.next_busiest_candidate(level, from, scan.max_load) {
                 scan.other(v, gi, &level.groups[gi], idx);
@@ -844,13 +850,11 @@ fn scan_idlest_group(
     let (mut min_load, mut this_load) = (u64::MAX, 0);
     let mut idlest = None;
     match level.ring.filter(|_| !read_all) {
-        // The level's own group first (the last in its order that holds this CPU), then the
+        // The level's own group first (its only group that holds this CPU), then the
         // ones its ring names: a bound below the least load so far (another's avg_target is
         // at least its bound, so no other can be the idlest).
         Some(_) => {
-            if let Some(g) = level.groups.iter().rev().find(|g| g.local) {
-                this_load = v.group_load(g, idx).avg_source;
-            }
+            this_load = v.group_load(ring_local(level), idx).avg_source;
             let mut from = 0;
             while let Some(gi) = v.next_idlest_candidate(level, from, min_load) {
                 let avg = v.group_load(&level.groups[gi], idx).avg_target;
