@@ -19,12 +19,14 @@ def test_scaling_sweep_prints_each_point_and_the_ratio(run):
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     assert lines[0].startswith("linux26 over multilevel domains, 10 processes per CPU")
+    assert lines[0].endswith("each point in a fresh process, the fastest of 3 runs")
     assert lines[1].split() == ["CPUs", "processes", "run", "s", "µs/process", "events", "peak",
                                 "MB"]  # fmt: skip
     assert [line.split()[:2] for line in lines[2:4]] == [["128", "1280"], ["256", "2560"]]
     assert lines[4].startswith("largest / smallest per-process cost: ")
     points = json.loads(run("bench", "--scaling", "--only", "128", "--json").out)
     assert points[0]["processes"] == 1280 and points[0]["events"] > 0
+    assert points[0]["repeat"] == 3
 
 
 def test_the_scaling_sweep_is_equal_load_and_not_a_default_scenario():
