@@ -397,13 +397,25 @@ impl<'a> State<'a> {
     }
 
     /// Stalls `cpu` for `ns` (balancing work or cache refill).
+    #[inline]
     fn stall(&mut self, cpu: CpuId, ns: u64) {
         if ns == 0 {
             return;
         }
+        let now = self.w.now;
+        let c = &mut self.w.cpus[cpu];
+        if c.current.is_none() {
+            // A CPU running nothing: no progress to account (`advance` would only move
+            // `acct_ns`, which `dispatch` sets before it is read) and no milestone to plan again
+            // (a new one takes a generation above every earlier one); the stall delays the next
+            // process dispatched here.
+            c.acct_ns = now;
+            c.stall_until = c.stall_until.max(now) + ns;
+            return;
+        }
         self.advance(cpu);
         let c = &mut self.w.cpus[cpu];
-        c.stall_until = c.stall_until.max(self.w.now) + ns;
+        c.stall_until = c.stall_until.max(now) + ns;
         self.schedule_milestone(cpu);
     }
 
@@ -702,19 +714,7 @@ impl<'a> State<'a> {
                 .push((self.w.now, at, level, kind.into(), moved));
         }
         if let Some(cpu) = cpu {
-            let c = &mut self.w.cpus[cpu];
-            c.balance_ns += cost;
-            if c.current.is_none() {
-                // What `stall` does on a CPU running nothing, without its calls: no progress
-                // to account (`advance` only moves `acct_ns`, which `dispatch` sets before it
-                // is read) and no milestone to plan again (a new one takes a generation above
-                // every earlier one); the stall delays the next process dispatched here.
-                if cost > 0 {
-                    c.acct_ns = self.w.now;
-                    c.stall_until = c.stall_until.max(self.w.now) + cost;
-                }
-                return;
-            }
+            self.w.cpus[cpu].balance_ns += cost;
             if self.w.config.assumptions.slice == SliceCharge::Work {
                 if let Some(pid) = self.w.cpus[cpu].current {
                     // The stall is wall time of the running slice: give it back (`slice=work`).
