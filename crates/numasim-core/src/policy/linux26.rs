@@ -309,6 +309,16 @@ impl Linux26 {
             .all(|l| view.overloaded().is_disjoint(&of_cpu[l].reach))
     }
 
+    /// Whether the levels due on `cpu` now either way (`levels_due_either_way`), and the
+    /// levels `also`, reach no CPU with two runnable tasks (`reach_none_overloaded`): the test
+    /// an idle CPU's periodic balancing passes when it decides nothing. The due levels are
+    /// found only when some CPU is overloaded, the one case where the test can fail.
+    #[inline]
+    pub fn due_reach_none_overloaded(&self, view: &View<'_>, cpu: CpuId, also: u64) -> bool {
+        view.none_overloaded()
+            || self.reach_none_overloaded(view, cpu, also | self.levels_due_either_way(view, cpu))
+    }
+
     /// The periodic balancing of an idle CPU that decides nothing, in one pass over its own
     /// per-level state: every level due now (its idle interval has passed) is taken, as
     /// `take_due` takes it, and with `balance` also balanced as `balance(.., Periodic)` balances
@@ -940,12 +950,8 @@ impl Policy for Linux26 {
         if !view.idle(cpu) {
             return false;
         }
-        // The due levels are needed only to test their reach, which no overloaded CPU can fail.
-        if !view.none_overloaded() {
-            let due = self.levels_due_either_way(view, cpu);
-            if !self.reach_none_overloaded(view, cpu, due) {
-                return false;
-            }
+        if !self.due_reach_none_overloaded(view, cpu, 0) {
+            return false;
         }
         let attempts = &mut quiet.attempts;
         let next = self.idle_pass(view.now, cpu, true, |level, weight| {

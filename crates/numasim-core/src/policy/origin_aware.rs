@@ -350,15 +350,11 @@ impl Policy for OriginAware {
         if !view.idle(cpu) {
             return false;
         }
-        // The index of the cycle this opens. RI-LB's due levels are needed only to test their
-        // reach, which no overloaded CPU can fail (level 0 opens the cycle: in it whether due
-        // or not).
+        // The index of the cycle this opens. RI-LB's levels are the due ones and level 0, which
+        // opens the cycle whether due or not.
         let ri_lb = self.cycle[cpu].is_multiple_of(2);
-        if ri_lb && !view.none_overloaded() {
-            let due = 1 | self.inner.levels_due_either_way(view, cpu);
-            if !self.inner.reach_none_overloaded(view, cpu, due) {
-                return false;
-            }
+        if ri_lb && !self.inner.due_reach_none_overloaded(view, cpu, 1) {
+            return false;
         }
         self.cycle[cpu] += 1;
         // The due levels in one pass (linux26's idle_pass): RI-LB balances each, finding no
