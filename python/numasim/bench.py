@@ -40,19 +40,24 @@ def _machine(spec: str) -> Machine:
     return Machine.from_file(path) if path.is_file() else Machine.preset(spec)
 
 
+def _fastest(m: Machine, spec: str, sc: dict[str, Any]) -> dict[str, Any]:
+    """The fastest of ``sc``'s ``repeat`` runs (default 1) of ``spec`` on ``m`` with its seed,
+    policy and domains, with ``repeat`` and this process's peak memory."""
+    runs = [
+        json.loads(_core.bench_run(m._core, spec, sc["seed"], sc["policy"], sc["domains"]))
+        for _ in range(sc.get("repeat", 1))
+    ]
+    best = min(runs, key=lambda r: r["run_s"])
+    best["repeat"] = len(runs)
+    best["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return best
+
+
 def run_one(name: str) -> dict[str, Any]:
     """Runs one scenario in this process and returns its figures."""
     sc = next(s for s in scenarios() if s["name"] == name)
     m = _machine(sc["machine"])
-    runs = [
-        json.loads(
-            _core.bench_run(m._core, workload_spec(sc), sc["seed"], sc["policy"], sc["domains"])
-        )
-        for _ in range(sc.get("repeat", 1))
-    ]
-    best = min(runs, key=lambda r: r["run_s"])
-    best["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    best["repeat"] = len(runs)
+    best = _fastest(m, workload_spec(sc), sc)
     best["name"] = name
     best["title"] = sc["title"]
     return best
@@ -89,12 +94,7 @@ def scaling_point(machine: str) -> dict[str, Any]:
     sw = scaling()
     m = _machine(machine)
     n = sw["processes_per_cpu"] * m.cpus
-    runs = [json.loads(_core.bench_run(m._core, f"n={n},{sw['workload']}", sw["seed"],
-                                       sw["policy"], sw["domains"]))
-            for _ in range(sw.get("repeat", 1))]  # fmt: skip
-    r = min(runs, key=lambda x: x["run_s"])
-    r["repeat"] = len(runs)
-    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    r = _fastest(m, f"n={n},{sw['workload']}", sw)
     r["us_per_process"] = r["run_s"] / r["processes"] * 1e6
     r["machine"] = machine
     return r
