@@ -25,6 +25,8 @@
 //!                  run_policy, trace (Perfetto), bench
 //! ```
 
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+mod allocator;
 pub mod apps;
 pub mod assumptions;
 pub mod bench;
