@@ -690,7 +690,10 @@ impl<'a> State<'a> {
     }
 
     /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `cpu` (none:
-    /// a machine-wide callback), and counts it for its kind (`slot`) and level.
+    /// a machine-wide callback), and counts it for its kind (`slot`) and level. Inlined: it
+    /// runs once per attempt, most of them an idle CPU's quiet ones, whose constant slot and
+    /// `moved` then fold away (docs/PERFORMANCE.md, lever 41).
+    #[inline(always)]
     fn charge(&mut self, cpu: Option<CpuId>, level: usize, slot: usize, c: &Costs, moved: usize) {
         let cost = self.w.config.cost_per_rq_ns * u64::from(c.rqs_examined + c.locks)
             + self.w.config.cost_per_task_ns * u64::from(c.tasks_examined)
