@@ -27,11 +27,14 @@ pub enum MigrationKind {
     Placement,
     /// Woken on another CPU than it slept on.
     Wakeup,
+    /// Moved by the engine because a change of its allowed CPUs excluded its CPU (the
+    /// kernel's `affine_move_task`); counted apart from every balancer's moves.
+    Affinity,
 }
 
 impl MigrationKind {
     /// Every kind, in report order.
-    pub const ALL: [MigrationKind; 7] = [
+    pub const ALL: [MigrationKind; 8] = [
         Self::Pull,
         Self::Push,
         Self::Exchange,
@@ -39,7 +42,13 @@ impl MigrationKind {
         Self::Active,
         Self::Placement,
         Self::Wakeup,
+        Self::Affinity,
     ];
+
+    /// The kinds a run without affinity reports (every kind but `affinity`, which results
+    /// list only when the workload gives some process an affinity: other results read as
+    /// before it existed).
+    pub const CLASSIC: usize = 7;
 
     /// Name in reports.
     pub fn name(self) -> &'static str {
@@ -51,6 +60,7 @@ impl MigrationKind {
             Self::Active => "active",
             Self::Placement => "placement",
             Self::Wakeup => "wakeup",
+            Self::Affinity => "affinity",
         }
     }
 }

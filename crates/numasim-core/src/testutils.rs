@@ -70,6 +70,7 @@ pub fn process(pid: u32, kind: crate::workload::Kind, demand_ms: u64) -> crate::
         burst_mean_ns: 10_000_000,
         wait_mean_ns: 20_000_000,
         seed: u64::from(pid),
+        affinity: Vec::new(),
     }
 }
 

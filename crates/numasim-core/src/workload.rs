@@ -71,6 +71,143 @@ pub struct Process {
     pub wait_mean_ns: u64,
     /// Seed of this process's own burst/wait draws.
     pub seed: u64,
+    /// Its allowed CPUs over time (`sched_setaffinity`), changes in increasing time: from each
+    /// change's `at_ns` on, it may run only on that change's CPUs. Empty (the default): every
+    /// CPU, always. Changes at or before its arrival set the CPUs it is created with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub affinity: Vec<AffinityChange>,
+}
+
+/// One change of a process's allowed CPUs: from `at_ns` on, it may run only on `cpus`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AffinityChange {
+    pub at_ns: u64,
+    pub cpus: CpuList,
+}
+
+/// CPU ids, sorted without repeats, read and written in the kernel's cpulist form (`"0-3,8"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+/// The largest CPU id a cpulist may name (a bound on what a typo can make numasim allocate).
+pub const MAX_CPU_ID: u32 = 1 << 20;
+
+impl CpuList {
+    /// Parses the kernel's cpulist syntax: `0`, `0-3,8`, `1,3-5` (ranges inclusive; order and
+    /// repeats do not matter). Errors say what is wrong, not where (the caller names that).
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        let mut ids: Vec<u32> = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(format!("'{text}' is not a CPU list (like 0-3,8)"));
+            }
+            let id = |x: &str| {
+                x.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&c| c <= MAX_CPU_ID)
+                    .ok_or_else(|| format!("'{part}' in '{text}' is not a CPU or a range of CPUs"))
+            };
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (id(a)?, id(b)?),
+                None => (id(part)?, id(part)?),
+            };
+            if lo > hi {
+                return Err(format!("range '{part}' in '{text}' is empty"));
+            }
+            ids.extend(lo..=hi);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(Self(ids))
+    }
+
+    /// Every CPU of a machine with `cpus` CPUs.
+    pub fn all(cpus: usize) -> Self {
+        Self((0..cpus as u32).collect())
+    }
+
+    /// The cpulist form (`"0-3,8"`).
+    pub fn to_cpulist(&self) -> String {
+        let mut out = String::new();
+        let mut i = 0;
+        while i < self.0.len() {
+            let start = self.0[i];
+            let mut end = start;
+            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+                i += 1;
+                end = self.0[i];
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            if start == end {
+                let _ = write!(out, "{start}");
+            } else {
+                let _ = write!(out, "{start}-{end}");
+            }
+            i += 1;
+        }
+        out
+    }
+
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.binary_search(&cpu).is_ok()
+    }
+}
+
+impl Serialize for CpuList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_cpulist())
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        CpuList::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The CPUs a process's affinity allows at `t_ns` (`None`: every CPU).
+pub fn allowed_at(affinity: &[AffinityChange], t_ns: u64) -> Option<&CpuList> {
+    affinity
+        .iter()
+        .take_while(|c| c.at_ns <= t_ns)
+        .last()
+        .map(|c| &c.cpus)
+}
+
+/// A CSV cell of an affinity: `AT_NS:CPULIST` per change, `;` between them (`0:0;1000000000:0-3`).
+fn affinity_cell(affinity: &[AffinityChange]) -> String {
+    affinity
+        .iter()
+        .map(|c| format!("{}:{}", c.at_ns, c.cpus.to_cpulist()))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn parse_affinity_cell(cell: &str) -> std::result::Result<Vec<AffinityChange>, String> {
+    if cell.is_empty() {
+        return Ok(Vec::new());
+    }
+    cell.split(';')
+        .map(|entry| {
+            let entry = entry.trim();
+            let (at, cpus) = entry.split_once(':').ok_or_else(|| {
+                format!("'{entry}' is not AT_NS:CPULIST (like 0:0-3;1000000000:0-7)")
+            })?;
+            let at_ns = at
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{at}' in '{entry}' is not a whole number of nanoseconds"))?;
+            Ok(AffinityChange {
+                at_ns,
+                cpus: CpuList::parse(cpus.trim())?,
+            })
+        })
+        .collect()
 }
 
 /// A workload: processes in pid order, and the parallel structure of its applications.
@@ -140,6 +277,17 @@ pub enum Spawn {
     Node(usize),
     /// A share on one node, the rest uniform over all CPUs.
     Share { node: usize, share: f64 },
+    /// All on one CPU (a parent that forks every process from there).
+    Cpu(usize),
+}
+
+/// Which CPUs processes may run on (`sched_setaffinity` at creation).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pin {
+    /// Process i on CPU i mod the machine's CPUs only.
+    Each,
+    /// Every process on these CPUs only.
+    Cpus(CpuList),
 }
 
 /// A workload generator, parsed from `key=value,...`.
@@ -164,6 +312,10 @@ pub struct WorkloadSpec {
     /// Load level (app workloads): offered work / machine capacity, from which Poisson
     /// creation times are drawn (`load=0.75`).
     pub load: Option<f64>,
+    /// Allowed CPUs at creation (`pin=each`, `pin=cpus:LIST`); `None`: every CPU.
+    pub pin: Option<Pin>,
+    /// When every process's allowed CPUs become all CPUs (`release=MS`), with `pin`.
+    pub release_ns: Option<u64>,
 }
 
 /// Window of the `random` arrival alias: uniform over the first second (documented choice).
@@ -187,6 +339,8 @@ impl Default for WorkloadSpec {
             fork_spread_ns: 0,
             apps: Vec::new(),
             load: None,
+            pin: None,
+            release_ns: None,
         }
     }
 }
@@ -354,12 +508,21 @@ impl WorkloadSpec {
                             node: k.parse().map_err(|_| bad(format!("'{k}' is not a node id")))?,
                             share: fraction(origin, key, f)?,
                         },
-                        _ => return Err(bad(format!("'{v}' is not one of uniform, node:K, share:K:F"))),
+                        ["cpu", k] => Spawn::Cpu(k.parse().ok().filter(|&c| c <= MAX_CPU_ID as usize).ok_or_else(|| bad(format!("'{k}' is not a CPU id")))?),
+                        _ => return Err(bad(format!("'{v}' is not one of uniform, node:K, share:K:F, cpu:K"))),
                     };
                 }
                 "threads" => {
                     spec.threads = v.parse().ok().filter(|&t| t >= 1).ok_or_else(|| bad(format!("'{v}' is not a thread count ≥ 1")))?;
                 }
+                "pin" => {
+                    spec.pin = Some(match v.split_once(':') {
+                        None if v == "each" => Pin::Each,
+                        Some(("cpus", list)) => Pin::Cpus(CpuList::parse(list.trim()).map_err(bad)?),
+                        _ => return Err(bad(format!("'{v}' is not one of each, cpus:LIST"))),
+                    });
+                }
+                "release" => spec.release_ns = Some(positive_ms(origin, key, v)?),
                 "load" => {
                     let x = number(origin, key, v)?;
                     if !(x > 0.0 && x.is_finite()) {
@@ -392,7 +555,7 @@ impl WorkloadSpec {
                 _ => {
                     return Err(InputError::new(
                         origin,
-                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load"),
+                        format!("unknown key '{key}'; keys are n, kind, io_share, exec, arrival, burst, wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load, pin, release"),
                     ))
                 }
             }
@@ -403,12 +566,12 @@ impl WorkloadSpec {
             if let Some(k) = seen.iter().find(|k| {
                 !matches!(
                     **k,
-                    "app" | "n" | "threads" | "arrival" | "load" | "spawn" | "fork"
+                    "app" | "n" | "threads" | "arrival" | "load" | "spawn" | "fork" | "pin" | "release"
                 )
             }) {
                 return Err(InputError::new(
                     origin,
-                    format!("'{k}' does not apply to app workloads (the profile sets it); keys are app, n, threads, arrival, load, spawn, fork"),
+                    format!("'{k}' does not apply to app workloads (the profile sets it); keys are app, n, threads, arrival, load, spawn, fork, pin, release"),
                 )
                 .at(format!("key {k}")));
             }
@@ -430,6 +593,7 @@ impl WorkloadSpec {
             )
             .at("key load"));
         }
+        spec.check_affinity(origin, &seen)?;
         if !have_n {
             return Err(InputError::new(origin, "no process count: give n=N"));
         }
@@ -446,6 +610,86 @@ impl WorkloadSpec {
             );
         }
         Ok(spec)
+    }
+
+    /// The affinity keys together: `release` needs `pin`; with `pin`, processes are created
+    /// on a CPU they may run on (`spawn=cpu:K` with K pinned, or no `spawn`: one of their own).
+    fn check_affinity(&self, origin: &str, seen: &[&str]) -> Result<()> {
+        let err = |key: &str, msg: String| Err(InputError::new(origin, msg).at(format!("key {key}")));
+        let Some(pin) = &self.pin else {
+            if self.release_ns.is_some() {
+                return err(
+                    "release",
+                    "release needs pin=each or pin=cpus:LIST (without pin every process may already run on every CPU)".into(),
+                );
+            }
+            return Ok(());
+        };
+        if matches!(pin, Pin::Each) && !self.apps.is_empty() {
+            return err(
+                "pin",
+                "pin=each gives each thread its own CPU, but an application's threads are created on one CPU; give pin=cpus:LIST".into(),
+            );
+        }
+        if !seen.contains(&"spawn") {
+            return Ok(());
+        }
+        match (&self.spawn, pin) {
+            (Spawn::Cpu(k), Pin::Cpus(list)) if !list.contains(*k as u32) => err(
+                "spawn",
+                format!(
+                    "CPU {k} is not among pin's CPUs {}: processes would be created on a CPU they may not run on",
+                    list.to_cpulist()
+                ),
+            ),
+            (Spawn::Cpu(_), Pin::Cpus(_)) => Ok(()),
+            (Spawn::Cpu(k), Pin::Each) => err(
+                "spawn",
+                format!("with pin=each process i may run only on CPU i, not all on CPU {k}; leave spawn out (each process is then created on its own CPU)"),
+            ),
+            _ => err(
+                "spawn",
+                "with pin, give spawn=cpu:K (K a pinned CPU) or leave spawn out (each process is then created on one of its allowed CPUs)".into(),
+            ),
+        }
+    }
+
+    /// The CPUs `pin` allows process `i` on a machine of `cpus` CPUs (`None`: no pin), checked
+    /// against the machine.
+    fn pinned(&self, origin: &str, i: usize, cpus: usize) -> Result<Option<CpuList>> {
+        Ok(match &self.pin {
+            None => None,
+            Some(Pin::Each) => Some(CpuList(vec![(i % cpus) as u32])),
+            Some(Pin::Cpus(list)) => {
+                if let Some(&c) = list.0.iter().find(|&&c| c as usize >= cpus) {
+                    return Err(InputError::new(
+                        origin,
+                        format!("CPU {c} does not exist (the machine has {cpus} CPUs)"),
+                    )
+                    .at("key pin"));
+                }
+                Some(list.clone())
+            }
+        })
+    }
+
+    /// The affinity of a process pinned to `pinned` (its changes: the pin from 0, then every
+    /// CPU from `release`).
+    fn affinity_of(&self, pinned: Option<CpuList>, cpus: usize) -> Vec<AffinityChange> {
+        let Some(pinned) = pinned else {
+            return Vec::new();
+        };
+        let mut changes = vec![AffinityChange {
+            at_ns: 0,
+            cpus: pinned,
+        }];
+        if let Some(at_ns) = self.release_ns {
+            changes.push(AffinityChange {
+                at_ns,
+                cpus: CpuList::all(cpus),
+            });
+        }
+        changes
     }
 
     /// Generates the workload for a machine with `cpus` CPUs (`node_cpus` for spawn on a node).
@@ -495,7 +739,8 @@ impl WorkloadSpec {
             } else {
                 app_arrival
             };
-            let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)?;
+            let pinned = self.pinned(origin, i, cpus)?;
+            let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus, pinned.as_ref())?;
             let pid = i as u32;
             processes.push(Process {
                 pid,
@@ -512,6 +757,7 @@ impl WorkloadSpec {
                 burst_mean_ns: self.burst_mean_ns,
                 wait_mean_ns: self.wait_mean_ns,
                 seed: rng.random(),
+                affinity: self.affinity_of(pinned, cpus),
             });
         }
         Ok(Workload {
@@ -534,14 +780,29 @@ impl WorkloadSpec {
         }
     }
 
-    /// The spawn CPU of the next process or application, drawn per `self.spawn`.
+    /// The spawn CPU of the next process or application, drawn per `self.spawn`; a process
+    /// pinned (`pinned`) without a `spawn` key is created on one of its CPUs, drawn uniformly.
     fn draw_spawn(
         &self,
         origin: &str,
         rng: &mut Pcg64,
         node_cpus: &[Vec<usize>],
         cpus: usize,
+        pinned: Option<&CpuList>,
     ) -> Result<usize> {
+        if let Spawn::Cpu(k) = self.spawn {
+            if k >= cpus {
+                return Err(InputError::new(
+                    origin,
+                    format!("CPU {k} does not exist (the machine has {cpus} CPUs)"),
+                )
+                .at("key spawn"));
+            }
+            return Ok(k);
+        }
+        if let (Some(list), Spawn::Uniform) = (pinned, &self.spawn) {
+            return Ok(list.0[rng.random_range(0..list.0.len())] as usize);
+        }
         let node_list = |k: usize| -> Result<&Vec<usize>> {
             node_cpus.get(k).filter(|l| !l.is_empty()).ok_or_else(|| {
                 InputError::new(origin, format!("node {k} does not exist or has no CPU"))
@@ -562,6 +823,7 @@ impl WorkloadSpec {
                     rng.random_range(0..cpus)
                 }
             }
+            Spawn::Cpu(k) => k,
         })
     }
 
@@ -606,7 +868,9 @@ impl WorkloadSpec {
         for index in 0..self.n * profiles.len() {
             let (profile, threads) = profiles[index % profiles.len()];
             let arrival = spec.draw_arrival(&mut rng, index, &mut poisson_t);
-            let spawn_cpu = self.draw_spawn(origin, &mut rng, node_cpus, cpus)? as u32;
+            let pinned = self.pinned(origin, index, cpus)?;
+            let spawn_cpu =
+                self.draw_spawn(origin, &mut rng, node_cpus, cpus, pinned.as_ref())? as u32;
             let plan = profile.plan(threads, &mut rng);
             let tgid = processes.len() as u32;
             for (t, segments) in plan.threads.iter().enumerate() {
@@ -626,6 +890,7 @@ impl WorkloadSpec {
                     burst_mean_ns: self.burst_mean_ns,
                     wait_mean_ns: self.wait_mean_ns,
                     seed: rng.random(),
+                    affinity: self.affinity_of(pinned.clone(), cpus),
                 });
             }
             apps_out.push(App {
@@ -646,6 +911,51 @@ impl WorkloadSpec {
 
 const CSV_HEADER: &str =
     "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed";
+/// The optional last column: a process's affinity (`AT_NS:CPULIST` per change, `;` between).
+const CSV_AFFINITY: &str = "affinity";
+
+impl Process {
+    /// What an affinity must be on a machine of `cpus` CPUs: changes in increasing time, each
+    /// naming existing CPUs, and the CPU the process is created on among those allowed then.
+    fn validate_affinity(&self, cpus: usize) -> std::result::Result<(), String> {
+        let mut last: Option<u64> = None;
+        for c in &self.affinity {
+            if c.cpus.0.is_empty() {
+                return Err(format!("the affinity change at {} ns allows no CPU", c.at_ns));
+            }
+            if let Some(&bad) = c.cpus.0.iter().find(|&&x| x as usize >= cpus) {
+                return Err(format!(
+                    "the affinity change at {} ns names CPU {bad}, which does not exist (the machine has {cpus} CPUs)",
+                    c.at_ns
+                ));
+            }
+            if c.at_ns > MAX_TIME_NS {
+                return Err(format!(
+                    "an affinity change at {} ns is later than numasim simulates ({MAX_TIME_NS} ns)",
+                    c.at_ns
+                ));
+            }
+            if last.is_some_and(|t| c.at_ns <= t) {
+                return Err(format!(
+                    "affinity changes must be in increasing time ({} ns comes after {} ns)",
+                    c.at_ns,
+                    last.unwrap_or(0)
+                ));
+            }
+            last = Some(c.at_ns);
+        }
+        if let Some(list) = allowed_at(&self.affinity, self.arrival_ns) {
+            if !list.contains(self.spawn_cpu) {
+                return Err(format!(
+                    "spawn cpu {} is not among the CPUs it may run on when created ({})",
+                    self.spawn_cpu,
+                    list.to_cpulist()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 
 impl Workload {
     /// Checks what every workload must satisfy, whatever its source.
@@ -723,6 +1033,8 @@ impl Workload {
                 )
                 .at(at()));
             }
+            p.validate_affinity(cpus)
+                .map_err(|msg| InputError::new(origin, msg).at(at()))?;
         }
         self.validate_apps(origin)
     }
@@ -815,11 +1127,16 @@ impl Workload {
                 "an application workload (app=...) has barriers and memory sizes that CSV cannot hold; save it as .json",
             ));
         }
+        // The affinity column only when a process has one: other workloads read as before.
+        let affine = self.processes.iter().any(|p| !p.affinity.is_empty());
         let mut out = String::from(CSV_HEADER);
+        if affine {
+            let _ = write!(out, ",{CSV_AFFINITY}");
+        }
         out.push('\n');
         for p in &self.processes {
             let kind = if p.kind == Kind::Cpu { "cpu" } else { "io" };
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "{},{},{},{},{},{},{},{},{},{}",
                 p.pid,
@@ -833,6 +1150,11 @@ impl Workload {
                 p.wait_mean_ns,
                 p.seed
             );
+            if affine {
+                // Quoted: a cpulist has commas.
+                let _ = write!(out, ",\"{}\"", affinity_cell(&p.affinity));
+            }
+            out.push('\n');
         }
         Ok(out)
     }
@@ -847,11 +1169,17 @@ impl Workload {
             .headers()
             .map_err(|e| InputError::new(origin, format!("cannot read the header: {e}")))?
             .clone();
-        let want: Vec<&str> = CSV_HEADER.split(',').collect();
-        if headers.iter().collect::<Vec<_>>() != want {
+        let mut want: Vec<&str> = CSV_HEADER.split(',').collect();
+        let got: Vec<&str> = headers.iter().collect();
+        if got.len() == want.len() + 1 {
+            want.push(CSV_AFFINITY);
+        }
+        if got != want {
             return Err(InputError::new(
                 origin,
-                format!("the header must be exactly: {CSV_HEADER}"),
+                format!(
+                    "the header must be exactly: {CSV_HEADER} (and optionally ,{CSV_AFFINITY} last)"
+                ),
             )
             .at("line 1"));
         }
@@ -948,6 +1276,7 @@ fn csv_process(r: &csv::StringRecord) -> Result<Process, (&'static str, String)>
             "seed",
             "a whole number from 0 to 18446744073709551615",
         )?,
+        affinity: parse_affinity_cell(cell(r, 10)).map_err(|msg| (CSV_AFFINITY, msg))?,
     })
 }
 

@@ -53,8 +53,9 @@ pub struct ProcResult {
     /// Memory access level of `most_node` seen from `origin_node` (0 = the origin node itself).
     pub most_level: usize,
     pub migrations: u32,
-    /// Indexed like [`MigrationKind::ALL`] plus wake-up last.
-    pub migrations_by_kind: [u32; MigrationKind::ALL.len()],
+    /// Indexed like [`MigrationKind::ALL`]; without `affinity` (the last) when the workload
+    /// gives no process an affinity, so those results read as before it existed.
+    pub migrations_by_kind: SmallVec<[u32; MigrationKind::ALL.len()]>,
     /// Indexed by memory access level of the move's distance (0 = inside a node). Up to six
     /// levels inline, like the node lists below: a million results need no allocation each.
     pub migrations_by_level: SmallVec<[u32; 6]>,
@@ -239,6 +240,12 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
     let s = &s;
     let (m, procs, workload) = (s.w.machine, &s.w.procs, s.w.workload);
     let nlev = s.mals.len();
+    // The kinds reported: `affinity` only for a workload with affinities.
+    let kinds = if s.affine {
+        MigrationKind::ALL.len()
+    } else {
+        MigrationKind::CLASSIC
+    };
     let processes: Vec<ProcResult> = procs
         .iter()
         .enumerate()
@@ -296,7 +303,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
                 most_node,
                 most_level: s.mals.binary_search(&d).expect("a table distance"),
                 migrations: p.migrations_by_kind.iter().sum(),
-                migrations_by_kind: p.migrations_by_kind,
+                migrations_by_kind: p.migrations_by_kind[..kinds].iter().copied().collect(),
                 migrations_by_level: p.migrations_by_level.clone(),
                 class_migrations: p.class_migrations,
                 cpu_ms_by_node: p
@@ -365,7 +372,7 @@ pub(super) fn collect(mut s: State<'_>) -> RunResult {
         utilisation: utilisation_per_cpu.iter().sum::<f64>() / utilisation_per_cpu.len() as f64,
         utilisation_per_cpu,
         migrations: by_kind.iter().sum(),
-        migrations_by_kind: MigrationKind::ALL
+        migrations_by_kind: MigrationKind::ALL[..kinds]
             .iter()
             .zip(&by_kind)
             .map(|(k, v)| (k.name().to_string(), *v))

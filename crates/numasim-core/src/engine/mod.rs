@@ -101,6 +101,8 @@ enum Event {
     SyncDone(Pid),
     Balance(CpuId, u64),
     Global,
+    /// Change `k` of the process's affinity (`Process::affinity[k]`) takes effect.
+    Affinity(Pid, u32),
 }
 
 /// An event in the heap, earliest first: by time, then by the sequence number it was
@@ -190,6 +192,11 @@ struct State<'a> {
     quiet: Quiet,
     /// The ns of the tick `w.tick`, `[start, end)` (`set_now`).
     tick_span: (u64, u64),
+    /// Whether some process has an affinity (results then report the `affinity` kind).
+    affine: bool,
+    /// `cpumask_any_and_distribute`'s last answer (the kernel's per-CPU
+    /// `distribute_cpu_mask_prev`; one for the machine here: docs/engine.md, "Affinity").
+    distribute_prev: CpuId,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -574,6 +581,45 @@ impl<'a> State<'a> {
         p.class_migrations += u32::from(cross);
     }
 
+    /// Moves `pid`, running (preempted, as by a migration thread) or queued on `from`, to the
+    /// tail of `to`'s queue, counting a migration of `kind`.
+    fn move_task(&mut self, pid: Pid, from: CpuId, to: CpuId, running: bool, kind: MigrationKind) {
+        if running {
+            self.take_current(from);
+            self.vacated.push(from);
+        } else {
+            self.touch_load(from);
+            let q = &mut self.w.cpus[from].queue;
+            let at = q.iter().position(|&p| p == pid).expect("queued there");
+            q.remove(at);
+            self.rq_changed(from);
+        }
+        self.leave_node(pid, from);
+        self.enqueue(pid, to);
+        self.record_migration(pid, from, to, kind);
+    }
+
+    /// `cpumask_any_and_distribute(mask)`: the first CPU of `mask` after the one it last
+    /// answered, wrapping round (so its first answer skips CPU 0, as the kernel's does).
+    fn distribute(&mut self, pid: Pid) -> CpuId {
+        let n = self.w.cpus.len();
+        let prev = self.distribute_prev;
+        let next = (1..=n)
+            .map(|k| (prev + k) % n)
+            .find(|&c| self.w.may_run(pid, c))
+            .expect("an affinity allows some CPU");
+        self.distribute_prev = next;
+        next
+    }
+
+    /// `pid`'s allowed CPUs are now `list` (`None`: every CPU): the set the view reads.
+    fn set_allowed(&mut self, pid: Pid, list: Option<&crate::workload::CpuList>) {
+        let n = self.w.cpus.len();
+        self.w.allowed[pid] = list.filter(|l| l.0.len() < n).map(|l| {
+            crate::cpuset::CpuSet::from_ids(n, l.0.iter().map(|&c| c as usize))
+        });
+    }
+
     /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received
     /// processes (one entry per process moved).
     fn apply(
@@ -618,7 +664,7 @@ impl<'a> State<'a> {
             self.pelt_update(pid);
         }
         for &(pid, to) in &attempt.places {
-            if to >= self.w.cpus.len() || !self.w.held.remove(&pid) {
+            if to >= self.w.cpus.len() || !self.w.may_run(pid, to) || !self.w.held.remove(&pid) {
                 self.stats.rejected += 1;
                 continue;
             }
@@ -637,23 +683,12 @@ impl<'a> State<'a> {
                 && self.w.cpus[mv.from].queue.contains(&mv.pid);
             // The running process may move too (preempted, as by a migration thread).
             let running = valid && self.w.cpus[mv.from].current == Some(mv.pid);
-            if !queued && !running {
+            // Never to a CPU the process may not run on (its affinity).
+            if (!queued && !running) || !self.w.may_run(mv.pid, mv.to) {
                 self.stats.rejected += 1;
                 continue;
             }
-            if running {
-                self.take_current(mv.from);
-                self.vacated.push(mv.from);
-            } else {
-                self.touch_load(mv.from);
-                let q = &mut self.w.cpus[mv.from].queue;
-                let at = q.iter().position(|&p| p == mv.pid).expect("checked");
-                q.remove(at);
-                self.rq_changed(mv.from);
-            }
-            self.leave_node(mv.pid, mv.from);
-            self.enqueue(mv.pid, mv.to);
-            self.record_migration(mv.pid, mv.from, mv.to, mv.kind);
+            self.move_task(mv.pid, mv.from, mv.to, running, mv.kind);
             touched.push(mv.to);
         }
         let moved = touched.len();
@@ -809,6 +844,7 @@ impl<'a> State<'a> {
                     machine.cpus(),
                     &domains.rings,
                 ),
+                allowed: Vec::new(),
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -829,6 +865,8 @@ impl<'a> State<'a> {
             pelt: false,
             quiet: Quiet::default(),
             tick_span: (0, config.tick_ns),
+            affine: false,
+            distribute_prev: 0,
         }
     }
 }
@@ -865,6 +903,20 @@ fn prepare<'a>(
     s.arrivals = (0..workload.processes.len()).collect();
     s.arrivals
         .sort_unstable_by_key(|&pid| (workload.processes[pid].arrival_ns, pid)); // pid order on ties
+    s.affine = workload.processes.iter().any(|p| !p.affinity.is_empty());
+    if s.affine {
+        s.w.allowed = vec![None; workload.processes.len()];
+        // Changes after a process's creation are events at their time, scheduled now in pid
+        // then time order (first among events at one instant, after arrivals); the ones at
+        // or before it set the CPUs it is created with (`arrive`).
+        for (pid, p) in workload.processes.iter().enumerate() {
+            for (k, c) in p.affinity.iter().enumerate() {
+                if c.at_ns > p.arrival_ns {
+                    s.push(c.at_ns, Event::Affinity(pid, k as u32));
+                }
+            }
+        }
+    }
     s
 }
 
@@ -940,6 +992,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 policy,
                 global_period.expect("scheduled with a period"),
             ),
+            Event::Affinity(pid, k) => affinity_change(&mut s, policy, pid, k as usize),
         }
     }
     let mut result = metrics::collect(s);
@@ -980,6 +1033,11 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
 
 fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let spawn = s.w.workload.processes[pid].spawn_cpu as usize;
+    if s.affine {
+        let w = &s.w.workload.processes[pid];
+        let list = crate::workload::allowed_at(&w.affinity, w.arrival_ns);
+        s.set_allowed(pid, list);
+    }
     if let Some(wait) = plan_of(s, pid).and_then(|plan| plan[0].wait) {
         let tgid = s.w.workload.processes[pid].tgid as usize;
         if !s.w.groups[tgid].sync.reached(wait.point, wait.count) {
@@ -997,16 +1055,19 @@ fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     admit(s, policy, pid, cpu);
 }
 
-/// Puts a new or woken process on the CPU the policy chose, or holds it.
+/// Puts a new or woken process on the CPU the policy chose, or holds it. A CPU that does not
+/// exist or that the process may not run on is refused (counted), and the process goes where
+/// the kernel's `select_task_rq` sends it then: `select_fallback_rq` from the CPU it is on
+/// (its parent's, or the one it slept on).
 fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId>) {
     match cpu {
-        Some(cpu) if cpu < s.w.cpus.len() => {
+        Some(cpu) if cpu < s.w.cpus.len() && s.w.may_run(pid, cpu) => {
             s.place(pid, cpu);
             become_busy(s, policy, cpu);
         }
         Some(_) => {
             s.stats.rejected += 1;
-            let cpu = s.w.procs[pid].cpu;
+            let cpu = s.w.fallback_cpu(pid, s.w.procs[pid].cpu);
             s.place(pid, cpu);
             become_busy(s, policy, cpu);
         }
@@ -1062,6 +1123,46 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
         policy.place_wakeup(&s.view(), pid, prev)
     };
     admit(s, policy, pid, cpu);
+}
+
+/// Change `k` of `pid`'s affinity takes effect (the kernel's `__set_cpus_allowed_ptr`): the
+/// same CPUs as before change nothing; else the view's set changes, the destination
+/// `cpumask_any_and_distribute` (or the policy's `affinity_cpu`) is chosen, and the process
+/// moves there — running (the stopper's `migration_cpu_stop`) or queued (`move_queued_task`)
+/// — only if its CPU is no longer allowed (`affine_move_task`), as a migration of kind
+/// `affinity`. A blocked or held process does not move: its next placement is checked against
+/// the new set. A completed one is left alone.
+fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usize) {
+    if s.w.procs[pid].state == PState::Done {
+        return;
+    }
+    let list = &s.w.workload.processes[pid].affinity[k].cpus;
+    let before = s.w.allowed[pid].clone();
+    s.set_allowed(pid, Some(list));
+    if s.w.allowed[pid] == before {
+        return; // cpumask_equal: nothing to do
+    }
+    let dest = match policy.affinity_cpu(&s.view(), pid) {
+        Some(c) if c < s.w.cpus.len() && s.w.may_run(pid, c) => c,
+        answer => {
+            if answer.is_some() {
+                s.stats.rejected += 1;
+            }
+            s.distribute(pid)
+        }
+    };
+    let p = &s.w.procs[pid];
+    let from = p.cpu;
+    if s.w.may_run(pid, from) {
+        return;
+    }
+    let running = p.state == PState::Running && s.w.cpus[from].current == Some(pid);
+    let queued = p.state == PState::Runnable;
+    if !running && !queued {
+        return;
+    }
+    s.move_task(pid, from, dest, running, MigrationKind::Affinity);
+    wake_receivers(s, policy, &[dest]);
 }
 
 /// What a structured thread does after a segment: go on, wait at a sync point, or end.

@@ -15,8 +15,10 @@
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
 //!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
+//!          ── affinity_cpu(view, pid) when its CPU left its mask ► Some(cpu) | None = engine's
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
-//!   engine checks every decision, applies it, charges its cost (SPEC §4) and records it.
+//!   engine checks every decision (a CPU out of range, a process not where the move says, a
+//!   CPU the process may not run on: View::may_run), applies it, charges its cost and records it.
 //! ```
 //!
 //! Design for every policy of SPEC §6: an [`Attempt`] carries moves of any kind (pull, push,
@@ -268,6 +270,15 @@ pub trait Policy: Send {
     /// each of the CPU's periodic events ([`Policy::next_periodic_ns`]) before its balancing:
     /// a policy that wants every tick asks for its timer at every tick. None by default.
     fn tick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
+        None
+    }
+
+    /// Where the engine moves `pid` when a change of its allowed CPUs ([`View::allowed`],
+    /// already the new ones) excludes the CPU it is running or queued on; `None` (the
+    /// default): the engine's choice, Linux 6.x's (`cpumask_any_and_distribute`:
+    /// docs/engine.md, "Affinity"). An answer `pid` may not run on is refused and the
+    /// engine's choice used.
+    fn affinity_cpu(&mut self, _view: &View<'_>, _pid: Pid) -> Option<CpuId> {
         None
     }
 

@@ -51,6 +51,50 @@ pub struct World<'a> {
     pub(crate) group_loads: GroupLoads,
     /// `now / tick_ns`: the tick whose load averages it reads (kept with `now`).
     pub(crate) tick: u64,
+    /// Per process, the CPUs it may run on now (`None`: every CPU); empty when no process of
+    /// the workload has an affinity, so that asking costs one bounds check.
+    pub(crate) allowed: Vec<Option<CpuSet>>,
+}
+
+impl World<'_> {
+    /// The CPUs `pid` may run on now (`p->cpus_ptr`), or `None` when it may run on every CPU
+    /// (the default: then nothing restricts it and every test below is true).
+    #[inline]
+    pub fn allowed(&self, pid: Pid) -> Option<&CpuSet> {
+        self.allowed.get(pid).and_then(Option::as_ref)
+    }
+
+    /// Whether `pid` may run on `cpu` now (`cpumask_test_cpu(cpu, p->cpus_ptr)`).
+    #[inline]
+    pub fn may_run(&self, pid: Pid, cpu: CpuId) -> bool {
+        self.allowed(pid).is_none_or(|set| set.contains(cpu))
+    }
+
+    /// Whether some process of the workload has an affinity (a policy may skip its checks
+    /// when none has).
+    #[inline]
+    pub fn any_affinity(&self) -> bool {
+        !self.allowed.is_empty()
+    }
+
+    /// The kernel's `select_fallback_rq(cpu, p)` for `pid`: `cpu` if `pid` may run there,
+    /// else the lowest CPU it may run on in `cpu`'s node, else the lowest CPU it may run on.
+    pub fn fallback_cpu(&self, pid: Pid, cpu: CpuId) -> CpuId {
+        let Some(set) = self.allowed(pid) else {
+            return cpu;
+        };
+        if set.contains(cpu) {
+            return cpu;
+        }
+        let node = self.machine.cpu_node(cpu);
+        self.machine
+            .node_cpus(node)
+            .iter()
+            .copied()
+            .find(|&c| set.contains(c))
+            .or_else(|| set.first())
+            .expect("an affinity allows some CPU")
+    }
 }
 
 /// The pages a thread of a sized group uses: `(node, MB)`, sparse, in the order first touched.
