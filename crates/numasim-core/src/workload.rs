@@ -1386,7 +1386,7 @@ mod tests {
             e.to_string(),
             "w.json: line 1, column 150, key processes[0].colour: unknown field `colour`, \
              expected one of `pid`, `tgid`, `arrival_ns`, `demand_ns`, `kind`, `mem`, \
-             `spawn_cpu`, `burst_mean_ns`, `wait_mean_ns`, `seed`"
+             `spawn_cpu`, `burst_mean_ns`, `wait_mean_ns`, `seed`, `affinity`"
         );
         let bad = row.replace(r#""demand_ns":1"#, r#""demand_ns":"abc""#);
         let e =

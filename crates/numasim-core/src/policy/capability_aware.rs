@@ -121,15 +121,16 @@ impl CapabilityAware {
         self.group_fast.get(&tgid).copied()
     }
 
-    /// Whether `pid` may move from `from` to `to` (rule 2).
+    /// Whether `pid` may move from `from` to `to` (rule 2), and may run there (its affinity).
     fn may_cross(&self, v: &View<'_>, pid: Pid, to: CpuId) -> bool {
-        self.class_of(v, pid).is_none_or(|f| f == self.fast[to])
+        self.class_of(v, pid).is_none_or(|f| f == self.fast[to]) && v.may_run(pid, to)
     }
 
     /// Rule 1.
     fn place(&mut self, v: &View<'_>, pid: Pid, near: CpuId) -> CpuId {
         let class = self.class_of(v, pid);
-        let allowed = |c: CpuId| class.is_none_or(|f| f == self.fast[c]);
+        // Its class's CPUs (rule 2) that its affinity allows.
+        let allowed = |c: CpuId| class.is_none_or(|f| f == self.fast[c]) && v.may_run(pid, c);
         let scope: Vec<CpuId> = match self.scope {
             PlaceScope::Machine => (0..v.machine.cpus()).collect(),
             PlaceScope::Node => v.machine.node_cpus(v.machine.cpu_node(near)).to_vec(),
@@ -160,10 +161,8 @@ impl CapabilityAware {
                 }
             },
         };
-        let best = scope
-            .into_iter()
-            .filter(|&c| allowed(c))
-            .min_by(|&a, &b| {
+        let pick = |cpus: &mut dyn Iterator<Item = CpuId>| {
+            cpus.filter(|&c| allowed(c)).min_by(|&a, &b| {
                 load(v, a, 1)
                     .total_cmp(&load(v, b, 1))
                     .then(v.nr_running(a).cmp(&v.nr_running(b)))
@@ -171,7 +170,15 @@ impl CapabilityAware {
                     .then((b == near).cmp(&(a == near)))
                     .then(a.cmp(&b))
             })
-            .unwrap_or(near);
+        };
+        // A scope with no CPU its affinity allows: the machine's (then, with no CPU of its
+        // class either, the kernel's fallback from `near`).
+        let best = pick(&mut scope.into_iter())
+            .or_else(|| {
+                v.allowed(pid)
+                    .and_then(|_| pick(&mut (0..v.machine.cpus())))
+            })
+            .unwrap_or_else(|| v.fallback_cpu(pid, near));
         let tgid = v.proc(pid).tgid;
         if class.is_none() && v.group_threads(tgid) > 1 {
             self.group_fast.insert(tgid, self.fast[best]);

@@ -63,6 +63,9 @@ use crate::machine::CpuId;
 
 /// `SCHED_LOAD_SCALE`.
 const SCALE: u64 = NICE_0_LOAD;
+/// `MAX_PINNED_INTERVAL`: how far a balancing interval may double while every task of the
+/// busiest runqueue is pinned away from this CPU (ms).
+const MAX_PINNED_INTERVAL_MS: u64 = 512;
 /// `prio` of a nice-0 task and of the idle task (`MAX_PRIO`).
 const NICE_0_PRIO: u32 = 120;
 const IDLE_PRIO: u32 = 140;
@@ -128,6 +131,16 @@ impl SdState {
     /// Balanced (or active balancing began): the interval doubles, up to the level's maximum.
     fn back_off(&mut self, tick_ns: u64) {
         if self.balance_interval_ms < self.max_interval_ms {
+            self.set_interval(self.balance_interval_ms * 2, tick_ns);
+        }
+    }
+
+    /// `out_one_pinned`'s back-off when every task was pinned (`all_pinned`): the interval
+    /// doubles while below `MAX_PINNED_INTERVAL`, or below the level's maximum.
+    fn back_off_pinned(&mut self, tick_ns: u64) {
+        if self.balance_interval_ms < MAX_PINNED_INTERVAL_MS
+            || self.balance_interval_ms < self.max_interval_ms
+        {
             self.set_interval(self.balance_interval_ms * 2, tick_ns);
         }
     }
@@ -635,7 +648,10 @@ fn skip_for_load(rem: i64, this_best_prio: u32) -> bool {
 }
 
 /// `move_tasks`: tasks from the tail of `busiest`'s runqueue to `this_cpu` — or, between
-/// nodes with a selector, the tasks the selector picks ([`select_tasks`]).
+/// nodes with a selector, the tasks the selector picks ([`select_tasks`]). Returns how many
+/// moved and `all_pinned`: no task looked at may run on `this_cpu` (`can_migrate_task`'s
+/// `cpu_isset(this_cpu, p->cpus_allowed)`, tested after `skip_for_load`, before the running
+/// and cache-hot tests).
 fn move_tasks(
     v: &View<'_>,
     this_cpu: CpuId,
@@ -643,9 +659,9 @@ fn move_tasks(
     a: &MoveArgs,
     selector: Option<&mut (dyn Selector + 'static)>,
     out: &mut Attempt,
-) -> usize {
+) -> (usize, bool) {
     if a.max_nr_move == 0 || a.max_load_move == 0 {
-        return 0;
+        return (0, false); // `pinned` is set only past this test
     }
     if let Some(sel) = selector {
         if v.machine.cpu_node(this_cpu) != v.machine.cpu_node(busiest) {
@@ -655,13 +671,18 @@ fn move_tasks(
     let mut rem = a.max_load_move as i64;
     let mut this_best_prio = a.start_prio(v, this_cpu);
     let mut pulled = 0;
+    let mut pinned = true;
     let mut candidates: Vec<Pid> = v.queued(busiest).rev().collect();
     if let Some(rank) = a.rank {
         candidates.sort_by_cached_key(|&pid| rank(v, this_cpu, pid)); // stable
     }
     for pid in candidates {
         out.tasks_examined += 1;
-        if skip_for_load(rem, this_best_prio) || a.cache_hot(v, pid) {
+        if skip_for_load(rem, this_best_prio) || !v.may_run(pid, this_cpu) {
+            continue;
+        }
+        pinned = false;
+        if a.cache_hot(v, pid) {
             continue;
         }
         out.moves.push(Move {
@@ -677,10 +698,13 @@ fn move_tasks(
             break;
         }
     }
-    if pulled < a.max_nr_move && rem > 0 && v.current(busiest).is_some() {
-        out.tasks_examined += 1; // the running task is on the list too, and never moves
+    if pulled < a.max_nr_move && rem > 0 {
+        if let Some(cur) = v.current(busiest) {
+            out.tasks_examined += 1; // the running task is on the list too, and never moves
+            pinned &= skip_for_load(rem, this_best_prio) || !v.may_run(cur, this_cpu);
+        }
     }
-    pulled
+    (pulled, pinned)
 }
 
 /// `move_tasks` with a selector: the same limits (`max_nr_move`, `max_load_move` with the
@@ -694,12 +718,17 @@ fn select_tasks(
     a: &MoveArgs,
     sel: &mut dyn Selector,
     out: &mut Attempt,
-) -> usize {
+) -> (usize, bool) {
     let mut rem = a.max_load_move as i64;
     let mut this_best_prio = a.start_prio(v, this_cpu);
     let mut movable: Vec<Pid> = Vec::new();
+    let mut pinned = true;
     for pid in v.queued(busiest).rev() {
         out.tasks_examined += 1;
+        if !v.may_run(pid, this_cpu) {
+            continue;
+        }
+        pinned = false;
         if !a.cache_hot(v, pid) {
             movable.push(pid);
         }
@@ -725,10 +754,13 @@ fn select_tasks(
             break;
         }
     }
-    if moved.len() < a.max_nr_move && rem > 0 && v.current(busiest).is_some() {
-        out.tasks_examined += 1;
+    if moved.len() < a.max_nr_move && rem > 0 {
+        if let Some(cur) = v.current(busiest) {
+            out.tasks_examined += 1;
+            pinned &= !v.may_run(cur, this_cpu);
+        }
     }
-    moved.len()
+    (moved.len(), pinned)
 }
 
 impl Linux26 {
@@ -756,6 +788,7 @@ impl Linux26 {
         let mut moved = 0;
         if v.nr_running(busiest) > 1 {
             attempt.locks = 1;
+            let all_pinned;
             let args = MoveArgs {
                 max_nr_move: v.nr_running(busiest) - 1,
                 max_load_move: imbalance,
@@ -769,7 +802,7 @@ impl Linux26 {
                 },
                 rank: self.rank,
             };
-            moved = move_tasks(
+            (moved, all_pinned) = move_tasks(
                 v,
                 cpu,
                 busiest,
@@ -777,6 +810,13 @@ impl Linux26 {
                 self.selector.as_deref_mut(),
                 &mut attempt,
             );
+            // "All tasks on this runqueue were pinned by CPU affinity": out_balanced, then the
+            // pinned back-off (`load_balance_newidle` passes no all_pinned).
+            if all_pinned && idle != IdleType::NewlyIdle {
+                st.nr_balance_failed = 0;
+                st.back_off_pinned(self.tick_ns);
+                return attempt;
+            }
         }
         if idle == IdleType::NewlyIdle {
             if moved > 0 {
@@ -788,6 +828,12 @@ impl Linux26 {
         if moved == 0 {
             st.nr_balance_failed += 1;
             if st.nr_balance_failed > p.cache_nice_tries + 2 {
+                // "don't kick the migration_thread, if the curr task on busiest cpu can't be
+                // moved to this_cpu": out_one_pinned (all_pinned), the failures kept.
+                if v.current(busiest).is_some_and(|cur| !v.may_run(cur, cpu)) {
+                    st.back_off_pinned(self.tick_ns);
+                    return attempt;
+                }
                 attempt.active_from = Some(busiest);
                 active = true;
                 st.nr_balance_failed = p.cache_nice_tries + 1;
@@ -803,17 +849,88 @@ impl Linux26 {
         attempt
     }
 
-    /// `sched_balance_self(cpu, SD_BALANCE_FORK)`.
-    fn balance_self(&self, v: &View<'_>, cpu: CpuId, flag: u32) -> CpuId {
+    /// `sched_balance_self(cpu, SD_BALANCE_FORK)` for `pid`: with an affinity, the groups with
+    /// no allowed CPU are skipped (`find_idlest_group`'s `cpus_intersects`) and only allowed
+    /// CPUs are candidates (`find_idlest_cpu`'s `cpus_and`), from the CPU `task_cpu` gives.
+    fn balance_self(&self, v: &View<'_>, cpu: CpuId, flag: u32, pid: Pid) -> CpuId {
+        let cpu = task_cpu(v, pid, cpu);
         let start = v.domains.cpus[cpu]
             .iter()
             .rposition(|l| l.params.flags & flag != 0);
+        if let Some(mask) = v.allowed(pid) {
+            return v.domains.place_down(cpu, start, flag, |li, cpu| {
+                let level = &v.domains.cpus[cpu][li];
+                let group = find_idlest_group_allowed(v, level, mask)?;
+                Some(find_idlest_cpu_allowed(v, level, group, cpu, mask))
+            });
+        }
         v.domains.place_down(cpu, start, flag, |li, cpu| {
             let level = &v.domains.cpus[cpu][li];
             let group = find_idlest_group(v, level)?;
             Some(find_idlest_cpu(v, level, group, cpu))
         })
     }
+}
+
+/// The CPU 2.6.18 keeps for `pid` when it last ran on `cpu`: `cpu` if `pid` may run there, else
+/// `any_online_cpu(new_mask)`, its lowest allowed CPU — where `set_cpus_allowed` put it
+/// (`migrate_task` sets a sleeping task's CPU; the migration thread moves a queued or
+/// running one there).
+fn task_cpu(v: &View<'_>, pid: Pid, cpu: CpuId) -> CpuId {
+    match v.allowed(pid) {
+        Some(mask) if !mask.contains(cpu) => mask.first().expect("an affinity allows a CPU"),
+        _ => cpu,
+    }
+}
+
+/// `find_idlest_group` for a process with an affinity: the kernel's scan of every group,
+/// skipping those with no allowed CPU (the local one too: then its load counts as 0).
+fn find_idlest_group_allowed(
+    v: &View<'_>,
+    level: &Level,
+    mask: &crate::cpuset::CpuSet,
+) -> Option<usize> {
+    let idx = level.params.load_idx.forkexec;
+    let imbalance = 100 + (u64::from(level.params.imbalance_pct) - 100) / 2;
+    let (mut min_load, mut this_load) = (u64::MAX, 0);
+    let mut idlest = None;
+    for (gi, g) in level.groups.iter().enumerate() {
+        if g.span.is_disjoint(mask) {
+            continue; // "Skip over this group if it has no CPUs allowed"
+        }
+        let sums = v.group_load(g, idx);
+        if g.local {
+            this_load = sums.avg_source;
+        } else if sums.avg_target < min_load {
+            min_load = sums.avg_target;
+            idlest = Some(gi);
+        }
+    }
+    let idlest = idlest?;
+    if 100 * this_load < imbalance * min_load {
+        return None;
+    }
+    Some(idlest)
+}
+
+/// `find_idlest_cpu` over the group's allowed CPUs ("Traverse only the allowed CPUs").
+fn find_idlest_cpu_allowed(
+    v: &View<'_>,
+    level: &Level,
+    group: usize,
+    this_cpu: CpuId,
+    mask: &crate::cpuset::CpuSet,
+) -> CpuId {
+    let mut min = u64::MAX;
+    let mut idlest = this_cpu;
+    for i in level.groups[group].span.iter().filter(|&i| mask.contains(i)) {
+        let load = v.raw_load(i);
+        if load < min || (load == min && i == this_cpu) {
+            min = load;
+            idlest = i;
+        }
+    }
+    idlest
 }
 
 /// `find_idlest_group`: a group 12 % (half of imbalance_pct's margin) less loaded than this one.
@@ -917,16 +1034,24 @@ impl Policy for Linux26 {
         self.name
     }
 
-    fn place_new(&mut self, view: &View<'_>, _pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
-        Some(self.balance_self(view, spawn_cpu, sd::BALANCE_FORK))
+    fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
+        Some(self.balance_self(view, spawn_cpu, sd::BALANCE_FORK, pid))
     }
 
-    fn place_wakeup(&mut self, view: &View<'_>, _pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
+    fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
         Some(match self.wake {
-            Wake::Previous => prev_cpu,
+            // try_to_wake_up on the CPU it slept on (`task_cpu`, which set_cpus_allowed moved
+            // to an allowed CPU if its affinity changed meanwhile).
+            Wake::Previous => task_cpu(view, pid, prev_cpu),
             // The papers' reading (`wake=idlest`): placed as a new process, from where it slept.
-            Wake::Idlest => self.balance_self(view, prev_cpu, sd::BALANCE_FORK),
+            Wake::Idlest => self.balance_self(view, prev_cpu, sd::BALANCE_FORK, pid),
         })
+    }
+
+    /// `set_cpus_allowed`: a task whose CPU its new mask excludes goes to
+    /// `any_online_cpu(new_mask)`, the lowest allowed CPU.
+    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> Option<CpuId> {
+        view.allowed(pid).and_then(crate::cpuset::CpuSet::first)
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
@@ -1025,6 +1150,7 @@ impl Policy for Linux26 {
             kind: MigrationKind::Active,
             rank: self.rank,
         };
+        // `move_tasks` with no all_pinned: a task that may not run on the target is skipped.
         move_tasks(
             view,
             target,

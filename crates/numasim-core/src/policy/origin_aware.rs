@@ -198,7 +198,8 @@ impl OriginAware {
             let mut to = None;
             for t in home.clone() {
                 out.rqs_examined += 1;
-                if load(&delta, p) > load(&delta, t) {
+                // Never onto a CPU the process may not run on (its affinity).
+                if load(&delta, p) > load(&delta, t) && v.may_run(k, t) {
                     to = Some(t);
                     break;
                 }
@@ -210,13 +211,14 @@ impl OriginAware {
             // Step 3 (variant 1): exchange with a process that belongs here.
             if self.options.variant1 {
                 let partner = [true, false].into_iter().find_map(|own_cpu| {
-                    home.clone().find_map(|t| {
+                    home.clone().filter(|&t| v.may_run(k, t)).find_map(|t| {
                         out.rqs_examined += 1;
                         v.queued(t)
                             .find(|&q| {
                                 out.tasks_examined += 1;
                                 let o = v.proc(q).origin_cpu;
                                 !taken.contains(&q)
+                                    && v.may_run(q, p)
                                     && o.is_some_and(|o| {
                                         if own_cpu {
                                             o == p
@@ -257,7 +259,7 @@ impl OriginAware {
                 let to = near.iter().find_map(|&(_, x)| {
                     m.node_cpus(x).iter().copied().find(|&t| {
                         out.rqs_examined += 1;
-                        load(&delta, p) > load(&delta, t)
+                        load(&delta, p) > load(&delta, t) && v.may_run(k, t)
                     })
                 });
                 if let Some(t) = to {
@@ -304,6 +306,10 @@ impl Policy for OriginAware {
 
     fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
         self.inner.place_wakeup(view, pid, prev_cpu)
+    }
+
+    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> Option<CpuId> {
+        self.inner.affinity_cpu(view, pid)
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {

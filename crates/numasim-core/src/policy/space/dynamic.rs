@@ -27,11 +27,17 @@ impl Scheme for Dynamic {
         Pages::Dist
     }
 
-    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize) -> Option<CpuId> {
-        if let Some(c) = a.base_priority(tgid, &|c| a.free(c)) {
+    fn grant(
+        &self,
+        a: &Alloc,
+        _v: &View<'_>,
+        tgid: usize,
+        fits: &dyn Fn(CpuId) -> bool,
+    ) -> Option<CpuId> {
+        if let Some(c) = a.base_priority(tgid, &|c| a.free(c) && fits(c)) {
             return Some(c);
         }
-        let other = |c: CpuId| a.owner[c].is_some_and(|o| o != tgid);
+        let other = |c: CpuId| a.owner[c].is_some_and(|o| o != tgid) && fits(c);
         if let Some(c) = a.base_priority(tgid, &|c| other(c) && !a.busy[c]) {
             return Some(c);
         }
@@ -47,7 +53,7 @@ impl Scheme for Dynamic {
             .filter(|&(n, t)| t != tgid && n as f64 > share && n >= mine + 2)
             .max_by_key(|&(n, t)| (n, Reverse(t)))?
             .1;
-        a.base_priority(tgid, &|c| a.owner[c] == Some(victim))
+        a.base_priority(tgid, &|c| a.owner[c] == Some(victim) && fits(c))
     }
 
     fn idle(&self, _a: &Alloc, _v: &View<'_>, _cpu: CpuId, _tgid: usize) -> Idle {

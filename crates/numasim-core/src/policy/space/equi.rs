@@ -88,11 +88,23 @@ impl Scheme for Equi {
         self.target = live.into_iter().zip(shares).collect();
     }
 
-    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize) -> Option<CpuId> {
-        if a.holds(tgid) >= self.target(tgid) {
+    fn grant(
+        &self,
+        a: &Alloc,
+        _v: &View<'_>,
+        tgid: usize,
+        fits: &dyn Fn(CpuId) -> bool,
+    ) -> Option<CpuId> {
+        // Its share counts the processors the waiting thread may run on (all of them unless
+        // it has an affinity): a thread pinned off its process's processors is not starved.
+        let usable = a
+            .procs
+            .get(&tgid)
+            .map_or(0, |p| p.held.iter().filter(|&&c| fits(c)).count());
+        if usable >= self.target(tgid) {
             return None;
         }
-        if let Some(c) = a.base_priority(tgid, &|c| a.free(c)) {
+        if let Some(c) = a.base_priority(tgid, &|c| a.free(c) && fits(c)) {
             return Some(c);
         }
         let victim = a
@@ -102,7 +114,7 @@ impl Scheme for Equi {
             .filter(|&(over, t)| over > 0 && t != tgid)
             .max_by_key(|&(over, t)| (over, Reverse(t)))?
             .1;
-        let theirs = |c: CpuId| a.owner[c] == Some(victim);
+        let theirs = |c: CpuId| a.owner[c] == Some(victim) && fits(c);
         a.base_priority(tgid, &|c| theirs(c) && !a.busy[c])
             .or_else(|| a.base_priority(tgid, &theirs))
     }

@@ -77,17 +77,27 @@ impl Scheme for HomeCluster {
         true
     }
 
-    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize) -> Option<CpuId> {
+    fn grant(
+        &self,
+        a: &Alloc,
+        _v: &View<'_>,
+        tgid: usize,
+        fits: &dyn Fn(CpuId) -> bool,
+    ) -> Option<CpuId> {
         if !self.home_scheme() {
-            return a.base_priority(tgid, &|c| a.free(c));
+            return a.base_priority(tgid, &|c| a.free(c) && fits(c));
         }
         // "first free processors in the home-cluster of the process and second free processors
         // in the base priority except ones belonging to other home-clusters"
         let home = a.procs.get(&tgid)?.home;
-        if let Some(c) = home.and_then(|h| a.clusters[h].iter().copied().find(|&c| a.free(c))) {
+        if let Some(c) =
+            home.and_then(|h| a.clusters[h].iter().copied().find(|&c| a.free(c) && fits(c)))
+        {
             return Some(c);
         }
-        let open = |c: CpuId| a.free(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid);
+        let open = |c: CpuId| {
+            a.free(c) && fits(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid)
+        };
         a.base_priority(tgid, &open)
     }
 
@@ -108,7 +118,7 @@ impl Scheme for HomeCluster {
                 .held
                 .iter()
                 .filter(|&&c| Some(a.node_of[c]) != p.home)
-                .find_map(|&c| v.current(c))
+                .find_map(|&c| v.current(c).filter(|&t| v.may_run(t, cpu)))
                 .map_or(Idle::Hold, Idle::Slide),
             Koita::Slide => Idle::Release,
         }

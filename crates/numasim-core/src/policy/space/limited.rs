@@ -28,11 +28,17 @@ impl Scheme for Limited {
         Pages::Dist
     }
 
-    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize) -> Option<CpuId> {
+    fn grant(
+        &self,
+        a: &Alloc,
+        _v: &View<'_>,
+        tgid: usize,
+        fits: &dyn Fn(CpuId) -> bool,
+    ) -> Option<CpuId> {
         let bound = a.procs.get(&tgid)?.held.first().map(|&c| a.node_of[c]);
         match bound {
-            Some(k) => a.base_priority(tgid, &|c| a.free(c) && a.node_of[c] == k),
-            None => a.base_priority(tgid, &|c| a.free(c)),
+            Some(k) => a.base_priority(tgid, &|c| a.free(c) && fits(c) && a.node_of[c] == k),
+            None => a.base_priority(tgid, &|c| a.free(c) && fits(c)),
         }
     }
 

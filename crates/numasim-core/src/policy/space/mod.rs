@@ -115,9 +115,12 @@ pub trait Scheme: Send {
     }
     /// The set of live processes changed (`tgid` was created or has ended).
     fn changed(&mut self, _a: &Alloc, _v: &View<'_>) {}
-    /// The processor `tgid` gets now: a free one, or one of another process (taken from it;
-    /// its thread, if one runs there, is held again); `None`: it waits.
-    fn grant(&self, a: &Alloc, v: &View<'_>, tgid: usize) -> Option<CpuId>;
+    /// The processor `tgid` gets now for a thread that may run only where `fits` (its
+    /// affinity; every CPU for most): a free one, or one of another process (taken from it;
+    /// its thread, if one runs there, is held again); `None`: it waits. Only processors that
+    /// fit are candidates, at every step of the scheme's order.
+    fn grant(&self, a: &Alloc, v: &View<'_>, tgid: usize, fits: &dyn Fn(CpuId) -> bool)
+        -> Option<CpuId>;
     /// `cpu`, allocated to `tgid`, has no thread of `tgid` to run.
     fn idle(&self, a: &Alloc, v: &View<'_>, cpu: CpuId, tgid: usize) -> Idle;
     /// Whether processes holding no processor are served before the others (else in request
@@ -278,11 +281,12 @@ impl SpaceSharing {
         self.scheme.changed(&self.alloc, v);
     }
 
-    /// An allocated-idle processor of `tgid` (its home cluster first, `prefer` before others).
-    fn own_idle(&self, tgid: usize, prefer: Option<CpuId>) -> Option<CpuId> {
+    /// An allocated-idle processor of `tgid` that thread `pid` may run on (its home cluster
+    /// first, `prefer` before others).
+    fn own_idle(&self, v: &View<'_>, pid: Pid, tgid: usize, prefer: Option<CpuId>) -> Option<CpuId> {
         let a = &self.alloc;
         let p = a.procs.get(&tgid)?;
-        let idle = |c: &CpuId| !a.busy[*c];
+        let idle = |c: &CpuId| !a.busy[*c] && v.may_run(pid, *c);
         if let Some(c) = prefer.filter(|c| p.held.contains(c) && idle(c)) {
             return Some(c);
         }
@@ -299,8 +303,8 @@ impl SpaceSharing {
     fn admit(&mut self, v: &View<'_>, pid: Pid, prefer: Option<CpuId>) -> Option<CpuId> {
         let tgid = Self::tgid(v, pid);
         self.know(v, tgid);
-        let cpu = self.own_idle(tgid, prefer).or_else(|| {
-            let c = self.scheme.grant(&self.alloc, v, tgid)?;
+        let cpu = self.own_idle(v, pid, tgid, prefer).or_else(|| {
+            let c = self.scheme.grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))?;
             (!self.alloc.busy[c]).then(|| {
                 self.alloc.allocate(v.now, c, tgid);
                 c
@@ -333,10 +337,11 @@ impl SpaceSharing {
         let placed: BTreeSet<Pid> = out.places.iter().map(|&(p, _)| p).collect();
         for tgid in order {
             for pid in v.held_in(tgid).filter(|p| !placed.contains(p)) {
-                let cpu = match self.own_idle(tgid, None) {
+                let cpu = match self.own_idle(v, pid, tgid, None) {
                     Some(c) => c,
                     None => {
-                        let Some(c) = self.scheme.grant(&self.alloc, v, tgid) else {
+                        let fits = |c: CpuId| v.may_run(pid, c);
+                        let Some(c) = self.scheme.grant(&self.alloc, v, tgid, &fits) else {
                             break;
                         };
                         if out.places.iter().any(|&(_, to)| to == c) {
@@ -439,8 +444,9 @@ impl Policy for SpaceSharing {
         let finished = std::mem::take(&mut self.alloc.busy[cpu]);
         self.dirty |= finished;
         if let (true, Some(tgid)) = (finished, self.alloc.owner[cpu]) {
-            if let Some(next) = v.held_in(tgid).next() {
-                // The user-level scheduler runs the process's next thread (FCFS).
+            if let Some(next) = v.held_in(tgid).find(|&p| v.may_run(p, cpu)) {
+                // The user-level scheduler runs the process's next thread (FCFS) that may run
+                // on this processor (its affinity).
                 self.alloc.busy[cpu] = true;
                 out.places.push((next, cpu));
             } else if v.group_waking(tgid) > 0 {
