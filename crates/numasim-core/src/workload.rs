@@ -566,7 +566,15 @@ impl WorkloadSpec {
             if let Some(k) = seen.iter().find(|k| {
                 !matches!(
                     **k,
-                    "app" | "n" | "threads" | "arrival" | "load" | "spawn" | "fork" | "pin" | "release"
+                    "app"
+                        | "n"
+                        | "threads"
+                        | "arrival"
+                        | "load"
+                        | "spawn"
+                        | "fork"
+                        | "pin"
+                        | "release"
                 )
             }) {
                 return Err(InputError::new(
@@ -615,7 +623,8 @@ impl WorkloadSpec {
     /// The affinity keys together: `release` needs `pin`; with `pin`, processes are created
     /// on a CPU they may run on (`spawn=cpu:K` with K pinned, or no `spawn`: one of their own).
     fn check_affinity(&self, origin: &str, seen: &[&str]) -> Result<()> {
-        let err = |key: &str, msg: String| Err(InputError::new(origin, msg).at(format!("key {key}")));
+        let err =
+            |key: &str, msg: String| Err(InputError::new(origin, msg).at(format!("key {key}")));
         let Some(pin) = &self.pin else {
             if self.release_ns.is_some() {
                 return err(
@@ -921,7 +930,10 @@ impl Process {
         let mut last: Option<u64> = None;
         for c in &self.affinity {
             if c.cpus.0.is_empty() {
-                return Err(format!("the affinity change at {} ns allows no CPU", c.at_ns));
+                return Err(format!(
+                    "the affinity change at {} ns allows no CPU",
+                    c.at_ns
+                ));
             }
             if let Some(&bad) = c.cpus.0.iter().find(|&&x| x as usize >= cpus) {
                 return Err(format!(

@@ -615,9 +615,9 @@ impl<'a> State<'a> {
     /// `pid`'s allowed CPUs are now `list` (`None`: every CPU): the set the view reads.
     fn set_allowed(&mut self, pid: Pid, list: Option<&crate::workload::CpuList>) {
         let n = self.w.cpus.len();
-        self.w.allowed[pid] = list.filter(|l| l.0.len() < n).map(|l| {
-            crate::cpuset::CpuSet::from_ids(n, l.0.iter().map(|&c| c as usize))
-        });
+        self.w.allowed[pid] = list
+            .filter(|l| l.0.len() < n)
+            .map(|l| crate::cpuset::CpuSet::from_ids(n, l.0.iter().map(|&c| c as usize)));
     }
 
     /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received

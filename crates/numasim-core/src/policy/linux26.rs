@@ -923,7 +923,11 @@ fn find_idlest_cpu_allowed(
 ) -> CpuId {
     let mut min = u64::MAX;
     let mut idlest = this_cpu;
-    for i in level.groups[group].span.iter().filter(|&i| mask.contains(i)) {
+    for i in level.groups[group]
+        .span
+        .iter()
+        .filter(|&i| mask.contains(i))
+    {
         let load = v.raw_load(i);
         if load < min || (load == min && i == this_cpu) {
             min = load;

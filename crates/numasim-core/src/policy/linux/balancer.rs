@@ -4,12 +4,14 @@
 
 use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
 use super::{Linux, MIGRATION_COST_NS, NEWIDLE_COST_DECAY_PERIOD_NS, NUMA_IMBALANCE_MIN};
+use crate::cpuset::CpuSet;
 use crate::domains::{sd, Level};
 use crate::interface::{Attempt, MigrationKind, Move, Pid, View};
 use crate::machine::CpuId;
 
 /// `enum group_type` (`fair.c`), in increasing order of pulling priority. The types this model
-/// never produces (no SMT or asymmetric packing, no affinity) are kept for the order.
+/// never produces (no SMT or asymmetric packing) are kept for the order; `Imbalanced` comes
+/// from affinity (`sgc->imbalance`, set when pinned tasks kept a child level unbalanced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum GroupType {
     #[default]
@@ -20,6 +22,38 @@ pub enum GroupType {
     AsymPacking,
     Imbalanced,
     Overloaded,
+}
+
+/// `MAX_PINNED_INTERVAL` (ms): how far the balancing interval may double while every task of
+/// the busiest runqueue is pinned away.
+pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
+
+/// The part of `struct lb_env` one `sched_balance_rq` changes as it goes.
+struct LbEnv {
+    /// The balancing CPU (`env->sd` is its domain at level `li`).
+    sd_cpu: CpuId,
+    li: usize,
+    src: CpuId,
+    /// `env->dst_cpu`: the balancing CPU, or `new_dst_cpu` after `LBF_DST_PINNED`.
+    dst: CpuId,
+    idle: IdleType,
+    mt: MigrationType,
+    imbalance: i64,
+    /// `LBF_ALL_PINNED`, `LBF_SOME_PINNED`, `LBF_DST_PINNED` and `new_dst_cpu`.
+    all_pinned: bool,
+    some_pinned: bool,
+    dst_pinned: bool,
+    new_dst: CpuId,
+    /// CPUs dropped from `env->cpus`.
+    excluded: Vec<CpuId>,
+    /// Tasks detached so far (gone from the source's list).
+    detached: Vec<Pid>,
+    /// The source's `nr_running` as tasks leave it, `loop_max`, and `env->loop`.
+    src_nr: usize,
+    loop_max: usize,
+    looked: usize,
+    /// Tasks moved by every pass.
+    moved: usize,
 }
 
 /// `enum migration_type`: what `calculate_imbalance`'s imbalance counts.
@@ -92,11 +126,19 @@ pub fn group_has_capacity(imbalance_pct: u64, s: &SgStats) -> bool {
     s.group_capacity * 100 > s.group_util * imbalance_pct
 }
 
-/// `group_classify` for the types this model produces (no `sgc->imbalance` from affinity, no
-/// asymmetric packing or SMT): overloaded, misfit task, fully busy or has spare.
+/// `group_classify` for the types this model produces (no asymmetric packing or SMT):
+/// overloaded, imbalanced (`sg_imbalanced`: the group's `sgc->imbalance`, given as
+/// `imbalanced`), misfit task, fully busy or has spare.
 pub fn group_classify(imbalance_pct: u64, s: &SgStats) -> GroupType {
+    classify(imbalance_pct, s, false)
+}
+
+/// [`group_classify`] of a group whose `sgc->imbalance` is `imbalanced`.
+pub fn classify(imbalance_pct: u64, s: &SgStats, imbalanced: bool) -> GroupType {
     if group_is_overloaded(imbalance_pct, s) {
         GroupType::Overloaded
+    } else if imbalanced {
+        GroupType::Imbalanced
     } else if s.group_misfit_task_load > 0 {
         GroupType::MisfitTask
     } else if !group_has_capacity(imbalance_pct, s) {
@@ -310,20 +352,32 @@ impl Linux {
     }
 
     /// `update_sg_lb_stats` for `group` (the balancing CPU's view of its CPUs); `misfit`:
-    /// a non-local group at an `SD_ASYM_CPUCAPACITY` level (its CPUs' misfit loads count).
+    /// a non-local group at an `SD_ASYM_CPUCAPACITY` level (its CPUs' misfit loads count);
+    /// `excluded`: CPUs no longer in `env->cpus` (a busiest runqueue all of whose tasks were
+    /// pinned, a destination pinned away), whose tasks and loads are not read (the group's
+    /// capacity and weight are its `sgc`'s, all its CPUs).
     pub(super) fn sg_stats(
         &self,
         v: &View<'_>,
-        span: &crate::cpuset::CpuSet,
+        group: &crate::domains::Group,
         imbalance_pct: u64,
         misfit: bool,
+        excluded: &[CpuId],
     ) -> SgStats {
+        let span = &group.span;
         let mut s = SgStats {
             min_capacity: u64::MAX,
             ..SgStats::default()
         };
         for c in span.iter() {
             let cap = self.cap[c];
+            if !excluded.is_empty() && excluded.contains(&c) {
+                s.group_capacity += cap;
+                s.min_capacity = s.min_capacity.min(cap);
+                s.max_capacity = s.max_capacity.max(cap);
+                s.group_weight += 1;
+                continue;
+            }
             let pelt = v.cpu_pelt(c);
             s.group_load += pelt.load_avg.round() as u64;
             // cpu_util_cfs: at most the CPU's original capacity.
@@ -345,11 +399,19 @@ impl Linux {
                     s.group_misfit_task_load.max(self.misfit_task_load(v, c));
             }
         }
-        s.group_type = group_classify(imbalance_pct, &s);
+        s.group_type = classify(imbalance_pct, &s, self.sg_imbalanced(group));
         if s.group_type == GroupType::Overloaded {
             s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
         }
         s
+    }
+
+    /// `sg_imbalanced(group)`: its `sgc->imbalance`.
+    pub(super) fn sg_imbalanced(&self, group: &crate::domains::Group) -> bool {
+        self.sgc_imbalance
+            .get(group.id as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// `sched_balance_find_src_group`: the busiest group's index, the migration type and the
@@ -361,6 +423,7 @@ impl Linux {
         li: usize,
         idle: IdleType,
         a: &mut Attempt,
+        excluded: &[CpuId],
     ) -> Option<(usize, MigrationType, i64)> {
         let level = &v.domains.cpus[cpu][li];
         let st = &self.sd[cpu][li];
@@ -374,7 +437,7 @@ impl Linux {
         // The local group is the first (the kernel's too), so its type is known for the
         // others' update_sd_pick_busiest.
         for (gi, g) in level.groups.iter().enumerate() {
-            let s = self.sg_stats(v, &g.span, pct, st.asym && !g.local);
+            let s = self.sg_stats(v, g, pct, st.asym && !g.local, excluded);
             a.rqs_examined += g.weight as u32;
             total_load += s.group_load;
             total_capacity += s.group_capacity;
@@ -400,10 +463,14 @@ impl Linux {
             prefer_sibling: st.prefer_sibling,
         };
         // "Misfit tasks should be dealt with regardless of the avg load" (force_balance).
-        if b.group_type == GroupType::MisfitTask {
+        // "If the busiest group is imbalanced the below checks don't work because they assume
+        // all things are equal, which typically isn't true due to cpus_ptr constraints": both
+        // go to force_balance.
+        if matches!(b.group_type, GroupType::MisfitTask | GroupType::Imbalanced) {
             let (mt, imbalance) =
                 calculate_imbalance(&env, &mut local, &b, total_load, total_capacity);
-            return Some((bi, mt, imbalance));
+            return (imbalance > 0 || b.group_type == GroupType::MisfitTask)
+                .then_some((bi, mt, imbalance));
         }
         if local.group_type > b.group_type {
             return None;
@@ -447,12 +514,18 @@ impl Linux {
         group: usize,
         mt: MigrationType,
         imbalance: i64,
+        excluded: &[CpuId],
     ) -> Option<CpuId> {
         let asym = self.sd[dst][li].asym;
         let mut busiest = None;
         let (mut busiest_load, mut busiest_util, mut busiest_nr) = (0u64, 0u64, 0usize);
         let mut busiest_capacity = 1u64;
-        for c in level.groups[group].span.iter() {
+        // for_each_cpu_and(i, sched_group_span(group), env->cpus)
+        for c in level.groups[group]
+            .span
+            .iter()
+            .filter(|c| excluded.is_empty() || !excluded.contains(c))
+        {
             let nr = v.nr_running(c);
             if nr == 0 {
                 continue;
@@ -513,108 +586,135 @@ impl Linux {
             .is_some_and(|t| v.now.saturating_sub(t) < hot_ns)
     }
 
-    /// `can_migrate_task` for a queued (not running) task.
+    /// `can_migrate_task` for a queued (not running) task allowed on `dst`, past the
+    /// affinity and running tests ([`Linux::detach_tasks`]); `sd_cpu` is the balancing CPU,
+    /// whose domain (`env->sd`) holds the failure count.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn can_migrate(
         &self,
         v: &View<'_>,
         pid: Pid,
         src: CpuId,
         dst: CpuId,
+        sd_cpu: CpuId,
         li: usize,
         idle: IdleType,
     ) -> bool {
         let degrades = self.migrate_degrades_locality(v, pid, src, dst, li, idle);
         let hot = if degrades == -1 {
-            i32::from(self.task_hot(v, pid, dst, li))
+            i32::from(self.task_hot(v, pid, sd_cpu, li))
         } else {
             degrades
         };
-        let st = &self.sd[dst][li];
-        let p = &v.domains.cpus[dst][li].params;
+        let st = &self.sd[sd_cpu][li];
+        let p = &v.domains.cpus[sd_cpu][li].params;
         hot <= 0 || st.nr_balance_failed > p.cache_nice_tries
     }
 
-    /// `detach_tasks`: the moves of one pass from `src` to `dst`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn detach_tasks(
-        &self,
-        v: &View<'_>,
-        dst: CpuId,
-        src: CpuId,
-        li: usize,
-        idle: IdleType,
-        mt: MigrationType,
-        mut imbalance: i64,
-        a: &mut Attempt,
-    ) -> usize {
-        let failed = self.sd[dst][li].nr_balance_failed;
-        let loop_max = self.nr_migrate.min(v.nr_running(src));
+    /// `can_migrate_task`'s affinity test of `pid` for `env.dst`: not allowed there sets
+    /// `LBF_SOME_PINNED` and (not newly idle, none yet) `LBF_DST_PINNED` with `new_dst_cpu`, the
+    /// first CPU of the local group's balance mask still in `env->cpus` that `pid` may run on;
+    /// allowed clears `LBF_ALL_PINNED`. Whether `pid` may run on `env.dst`.
+    fn affine_ok(&self, v: &View<'_>, pid: Pid, env: &mut LbEnv, grpmask: &CpuSet) -> bool {
+        if v.may_run(pid, env.dst) {
+            env.all_pinned = false;
+            return true;
+        }
+        env.some_pinned = true;
+        if env.idle == IdleType::NewlyIdle || env.dst_pinned {
+            return false;
+        }
+        if let Some(c) = grpmask
+            .iter()
+            .find(|&c| !env.excluded.contains(&c) && v.may_run(pid, c))
+        {
+            env.dst_pinned = true;
+            env.new_dst = c;
+        }
+        false
+    }
+
+    /// `detach_tasks`: the moves of one pass from `env.src` to `env.dst` (tasks already
+    /// detached by an earlier pass of this balancing are gone from the list).
+    fn detach_tasks(&self, v: &View<'_>, env: &mut LbEnv, a: &mut Attempt) -> usize {
+        let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
+        let failed = self.sd[sd_cpu][li].nr_balance_failed;
+        let grpmask = v.domains.cpus[sd_cpu][li].groups[0].balance_mask.clone();
         let kind = if idle == IdleType::NotIdle {
             MigrationKind::Pull
         } else {
             MigrationKind::Idle
         };
-        let mut src_nr = v.nr_running(src);
         let mut detached = 0;
+        let earlier = std::mem::take(&mut env.detached);
         // The tail of cfs_tasks is the least recently run: the front of the run queue, then
         // the rest in order, the running task (the list's head) last.
         let tasks = v
             .queued(src)
+            .filter(|&pid| earlier.is_empty() || !earlier.contains(&pid))
             .map(Some)
             .chain([v.current(src).map(|_| None)].into_iter().flatten());
-        for (looked, task) in tasks.enumerate() {
-            if idle != IdleType::NotIdle && src_nr <= 1 {
+        for task in tasks {
+            if idle != IdleType::NotIdle && env.src_nr <= 1 {
                 break;
             }
-            if looked + 1 > loop_max {
+            env.looked += 1;
+            if env.looked > env.loop_max {
                 break;
             }
             a.tasks_examined += 1;
             let Some(pid) = task else {
-                continue; // the running task never moves (task_on_cpu)
+                // The running task never moves (task_on_cpu), after the affinity test.
+                let cur = v.current(src).expect("running");
+                self.affine_ok(v, cur, env, &grpmask);
+                continue;
             };
-            if !self.can_migrate(v, pid, src, dst, li, idle) {
+            if !self.affine_ok(v, pid, env, &grpmask)
+                || !self.can_migrate(v, pid, src, env.dst, sd_cpu, li, idle)
+            {
                 continue;
             }
             let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
-            match mt {
+            match env.mt {
                 MigrationType::Load => {
                     let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
-                    if shr(load) as i64 > imbalance {
+                    if shr(load) as i64 > env.imbalance {
                         continue;
                     }
-                    imbalance -= load as i64;
+                    env.imbalance -= load as i64;
                 }
                 MigrationType::Util => {
                     let util = v.task_pelt(pid).util_avg.round() as u64;
-                    if shr(util) as i64 > imbalance {
+                    if shr(util) as i64 > env.imbalance {
                         continue;
                     }
-                    imbalance -= util as i64;
+                    env.imbalance -= util as i64;
                 }
-                MigrationType::Task => imbalance -= 1,
+                MigrationType::Task => env.imbalance -= 1,
                 MigrationType::Misfit => {
                     // "This is not a misfit task".
                     let util = v.task_pelt(pid).util_avg.round() as u64;
                     if fits_capacity(util, self.cap[src]) {
                         continue;
                     }
-                    imbalance = 0;
+                    env.imbalance = 0;
                 }
             }
             a.moves.push(Move {
                 pid,
                 from: src,
-                to: dst,
+                to: env.dst,
                 kind,
             });
+            env.detached.push(pid);
             detached += 1;
-            src_nr -= 1;
+            env.src_nr -= 1;
             // Preemptible kernels (CONFIG_PREEMPTION) stop newly-idle balancing at one task.
-            if idle == IdleType::NewlyIdle || imbalance <= 0 {
+            if idle == IdleType::NewlyIdle || env.imbalance <= 0 {
                 break;
             }
         }
+        env.detached.extend(earlier);
         detached
     }
 
@@ -628,7 +728,12 @@ impl Linux {
         }
     }
 
-    /// `sched_balance_rq`: one attempt of `cpu` at level `li`; whether it moved tasks.
+    /// `sched_balance_rq`: one attempt of `cpu` at level `li`; whether it moved tasks. With
+    /// affinity (docs/policies/linux.md, "Affinity"): a pass that met tasks pinned away from
+    /// `cpu` retries toward `new_dst_cpu` (`LBF_DST_PINNED`, `more_balance`), one whose every
+    /// task was pinned drops the busiest CPU and starts over (`LBF_ALL_PINNED`, `redo`) while
+    /// CPUs outside the local group remain, and pinned tasks left unbalanced mark the parent
+    /// level's local group imbalanced (`sgc->imbalance`).
     pub(super) fn balance_rq(
         &mut self,
         v: &View<'_>,
@@ -639,44 +744,112 @@ impl Linux {
         let level = &v.domains.cpus[cpu][li];
         let p = &level.params;
         let mut a = Attempt::default();
-        let swb = if idle == IdleType::NewlyIdle {
-            v.idle(cpu)
-        } else {
-            Self::should_we_balance(v, cpu, level)
-        };
-        let found = if swb {
-            self.find_src_group(v, cpu, li, idle, &mut a)
-                .and_then(|(g, mt, imb)| {
-                    a.rqs_examined += level.groups[g].weight as u32;
-                    self.find_src_rq(v, cpu, li, level, g, mt, imb)
-                        .map(|b| (b, mt, imb))
-                })
-        } else {
-            // Another CPU of the local group balances for it: stop going up (periodic only;
-            // newly idle, the CPU has work again and the engine stops asking).
-            if idle != IdleType::NewlyIdle {
-                self.cpu[cpu].continue_balancing = false;
+        // sd_parent->groups: the parent level's group holding this CPU (its sgc).
+        let parent_group = v.domains.cpus[cpu]
+            .get(li + 1)
+            .and_then(|l| l.groups.iter().find(|g| g.local))
+            .map(|g| g.id as usize);
+        // What persists across `redo`: env->cpus (as the CPUs dropped from it) and the flags.
+        let mut excluded: Vec<CpuId> = Vec::new();
+        let mut all_pinned = false;
+        let mut some_pinned = false;
+        let (busiest, mt, env) = loop {
+            let swb = if idle == IdleType::NewlyIdle {
+                v.idle(cpu)
+            } else {
+                Self::should_we_balance(v, cpu, level)
+            };
+            let found = if swb {
+                self.find_src_group(v, cpu, li, idle, &mut a, &excluded)
+                    .and_then(|(g, mt, imb)| {
+                        a.rqs_examined += level.groups[g].weight as u32;
+                        self.find_src_rq(v, cpu, li, level, g, mt, imb, &excluded)
+                            .map(|b| (b, mt, imb))
+                    })
+            } else {
+                // Another CPU of the local group balances for it: stop going up (periodic
+                // only; newly idle, the CPU has work again and the engine stops asking).
+                if idle != IdleType::NewlyIdle {
+                    self.cpu[cpu].continue_balancing = false;
+                }
+                None
+            };
+            let Some((busiest, mt, imbalance)) = found else {
+                // out_balanced: "Clear the imbalance flag only if other tasks got a chance to
+                // move and fix the imbalance."
+                if let (Some(g), false) = (parent_group, all_pinned) {
+                    if let Some(flag) = self.sgc_imbalance.get_mut(g) {
+                        *flag = false;
+                    }
+                }
+                self.out_pinned(v, cpu, li, idle, all_pinned, true, false);
+                return a;
+            };
+            let mut env = LbEnv {
+                sd_cpu: cpu,
+                li,
+                src: busiest,
+                dst: cpu,
+                idle,
+                mt,
+                imbalance,
+                all_pinned: true,
+                some_pinned,
+                dst_pinned: false,
+                new_dst: cpu,
+                excluded,
+                detached: Vec::new(),
+                src_nr: v.nr_running(busiest),
+                loop_max: self.nr_migrate.min(v.nr_running(busiest)),
+                looked: 0,
+                moved: 0,
+            };
+            if v.nr_running(busiest) <= 1 {
+                break (busiest, mt, env);
             }
-            None
-        };
-        let Some((busiest, mt, imbalance)) = found else {
-            // out_balanced
-            let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
-            let st = &mut self.sd[cpu][li];
-            st.nr_balance_failed = 0;
-            if idle != IdleType::NewlyIdle && st.balance_interval_ms < p.max_interval_ms {
-                st.set_interval(st.balance_interval_ms * 2, p, tick_ns, max_ns);
+            a.locks = 1;
+            loop {
+                env.moved += self.detach_tasks(v, &mut env, &mut a);
+                // Revisit the tasks pinned away from us toward new_dst_cpu of our group.
+                if env.dst_pinned && env.imbalance > 0 {
+                    env.excluded.push(env.dst);
+                    env.dst = env.new_dst;
+                    env.dst_pinned = false;
+                    env.looked = 0;
+                    continue;
+                }
+                break;
             }
+            // "We failed to reach balance because of affinity."
+            if let Some(g) = parent_group {
+                if env.some_pinned && env.imbalance > 0 {
+                    if let Some(flag) = self.sgc_imbalance.get_mut(g) {
+                        *flag = true;
+                    }
+                }
+            }
+            if !env.all_pinned {
+                break (busiest, mt, env);
+            }
+            // "All tasks on this runqueue were pinned by CPU affinity": drop it, and redo if
+            // CPUs outside the receiving group remain to pull from.
+            env.excluded.push(busiest);
+            let grpmask = &level.groups[0].balance_mask;
+            let outside = level
+                .span
+                .iter()
+                .any(|c| !env.excluded.contains(&c) && !grpmask.contains(c));
+            if outside {
+                (excluded, all_pinned, some_pinned) = (env.excluded, true, env.some_pinned);
+                continue;
+            }
+            // out_all_pinned: the parent's imbalance flag is left for it to act on.
+            self.out_pinned(v, cpu, li, idle, true, true, mt == MigrationType::Misfit);
             return a;
         };
-        let mut moved = 0;
-        if v.nr_running(busiest) > 1 {
-            a.locks = 1;
-            moved = self.detach_tasks(v, cpu, busiest, li, idle, mt, imbalance, &mut a);
-        }
         let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
         let st = &mut self.sd[cpu][li];
-        if moved == 0 {
+        if env.moved == 0 {
             // Misfit failures do not count (v6.10: "don't pollute nr_balance_failed").
             if idle != IdleType::NewlyIdle && mt != MigrationType::Misfit {
                 st.nr_balance_failed += 1;
@@ -687,6 +860,14 @@ impl Linux {
             if (mt == MigrationType::Task && st.nr_balance_failed > p.cache_nice_tries + 2)
                 || mt == MigrationType::Misfit
             {
+                // "Don't kick the active_load_balance_cpu_stop, if the curr task on busiest
+                // CPU can't be moved to this_cpu": out_one_pinned (the failures kept).
+                if v.current(busiest).is_some_and(|cur| !v.may_run(cur, cpu)) {
+                    let misfit = mt == MigrationType::Misfit;
+                    let pinned = env.all_pinned;
+                    self.out_pinned(v, cpu, li, idle, pinned, false, misfit);
+                    return a;
+                }
                 a.active_from = Some(busiest);
             }
         } else {
@@ -696,6 +877,36 @@ impl Linux {
         // need_active_balance still holds then).
         st.set_interval(p.min_interval_ms.max(1), p, tick_ns, max_ns);
         a
+    }
+
+    /// The end of `sched_balance_rq` after `out_balanced` or `out_all_pinned` (`reset`: the
+    /// failures reset) or `out_one_pinned` (kept): unless newly idle or for a misfit, the
+    /// interval doubles while below the level's maximum, or below `MAX_PINNED_INTERVAL` when
+    /// every task was pinned (`all_pinned`).
+    #[allow(clippy::too_many_arguments)]
+    fn out_pinned(
+        &mut self,
+        v: &View<'_>,
+        cpu: CpuId,
+        li: usize,
+        idle: IdleType,
+        all_pinned: bool,
+        reset: bool,
+        misfit: bool,
+    ) {
+        let p = &v.domains.cpus[cpu][li].params;
+        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
+        let st = &mut self.sd[cpu][li];
+        if reset {
+            st.nr_balance_failed = 0;
+        }
+        if idle == IdleType::NewlyIdle || misfit {
+            return;
+        }
+        let ms = st.balance_interval_ms;
+        if (all_pinned && ms < MAX_PINNED_INTERVAL_MS) || ms < p.max_interval_ms {
+            st.set_interval(ms * 2, p, tick_ns, max_ns);
+        }
     }
 
     /// Periodic balancing at one level (rule 1).

@@ -304,6 +304,9 @@ pub struct Linux {
     /// `sd_asym_cpucapacity` per CPU: the span of its lowest level that sees every capacity of
     /// the machine (`SD_ASYM_CPUCAPACITY_FULL`), on an asymmetric machine.
     sd_asym_cpucapacity: Vec<Option<std::sync::Arc<crate::cpuset::CpuSet>>>,
+    /// `sgc->imbalance` per group (by `Group::id`): pinned tasks kept a balancing of the
+    /// level below from reaching balance (set and cleared by `sched_balance_rq`).
+    sgc_imbalance: Vec<bool>,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -433,6 +436,7 @@ impl Linux {
                     .collect()
             },
             cap,
+            sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
         }
     }
 }
@@ -459,6 +463,14 @@ impl Linux {
         let Some(pid) = v.current(cpu) else {
             return 0;
         };
+        // "if (!p || p->nr_cpus_allowed == 1)": a task pinned to one CPU is never misfit; nor
+        // is one on a CPU of the largest capacity it may run on (`p->max_allowed_capacity`).
+        if let Some(mask) = v.allowed(pid) {
+            let max_allowed = mask.iter().map(|c| self.cap[c]).max().unwrap_or(0);
+            if mask.len() == 1 || self.cap[cpu] >= max_allowed {
+                return 0;
+            }
+        }
         let p = v.task_pelt(pid);
         if fits_capacity(p.util_avg.round() as u64, self.cap[cpu]) {
             return 0;
@@ -529,15 +541,19 @@ impl Policy for Linux {
     }
 
     fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
-        Some(self.find_dst_cpu(view, spawn_cpu, pid, sd::BALANCE_FORK))
+        Some(Self::select_task_rq(view, pid, spawn_cpu, || {
+            self.find_dst_cpu(view, spawn_cpu, pid, sd::BALANCE_FORK)
+        }))
     }
 
     fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
-        let cpu = match self.wake {
-            // The waker is the CPU the IO was issued from: wake_affine keeps prev_cpu.
+        let cpu = Self::select_task_rq(view, pid, prev_cpu, || match self.wake {
+            // The waker is the CPU the IO was issued from: wake_affine keeps prev_cpu (with
+            // an affinity that excludes it, want_affine is false and the fast path takes
+            // prev_cpu all the same).
             Wake::Previous => self.select_idle_sibling(view, pid, prev_cpu, prev_cpu),
             Wake::Idlest => self.find_dst_cpu(view, prev_cpu, pid, sd::BALANCE_FORK),
-        };
+        });
         self.woke_on(view.now, cpu);
         Some(cpu)
     }
@@ -607,8 +623,12 @@ impl Policy for Linux {
         // active_load_balance_cpu_stop: the stopper runs on the busiest CPU, so its CFS tasks
         // all count (`nr_running` includes the stopper) and none is on the CPU any more;
         // detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail of
-        // cfs_tasks — the least recently run queued task, or the one that was running.
-        let pid = view.queued(busiest).next().or(view.current(busiest))?;
+        // cfs_tasks — the least recently run queued task, or the one that was running — that
+        // may run on the target (can_migrate_task's affinity test comes first).
+        let pid = view
+            .queued(busiest)
+            .chain(view.current(busiest))
+            .find(|&p| view.may_run(p, target))?;
         let li = view.domains.cpus[target]
             .iter()
             .position(|l| l.span.contains(busiest))?;

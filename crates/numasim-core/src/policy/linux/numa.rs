@@ -351,6 +351,7 @@ pub enum NodeType {
 #[derive(Debug, Clone)]
 struct Env {
     p: Pid,
+    src_cpu: CpuId,
     src_nid: usize,
     dst_nid: usize,
     imb_numa_nr: u64,
@@ -1085,8 +1086,9 @@ impl NumaBalancing {
         self.task_numa_migrate(v, pid)
     }
 
-    /// `update_numa_stats` for node `nid` (`find_idle`: note its first idle CPU).
-    pub fn node_stats(&self, v: &View<'_>, nid: usize, imbalance_pct: u32) -> NodeStats {
+    /// `update_numa_stats` for node `nid` (`find_idle`: note its first idle CPU that task `p`
+    /// may run on: "!cpumask_test_cpu(cpu, env->p->cpus_ptr)" skips the others).
+    pub fn node_stats(&self, v: &View<'_>, nid: usize, imbalance_pct: u32, p: Pid) -> NodeStats {
         let mut s = NodeStats {
             load: 0,
             runnable: 0,
@@ -1106,7 +1108,7 @@ impl NumaBalancing {
             s.nr_running += nr;
             s.weight += 1;
             s.capacity += cap;
-            if s.idle_cpu.is_none() && v.idle(c) {
+            if s.idle_cpu.is_none() && v.idle(c) && v.may_run(p, c) {
                 s.idle_cpu = Some(c);
             }
         }
@@ -1148,9 +1150,10 @@ impl NumaBalancing {
         }
         let preferred = self.tasks[&pid].preferred?;
         let imbalance_pct = 100 + self.cfg.numa_imbalance_pct.saturating_sub(100) / 2;
-        let src_stats = self.node_stats(v, src_nid, imbalance_pct);
+        let src_stats = self.node_stats(v, src_nid, imbalance_pct, pid);
         let mut env = Env {
             p: pid,
+            src_cpu,
             src_nid,
             dst_nid: preferred,
             imb_numa_nr: self.imb_numa_nr(src_nid),
@@ -1167,7 +1170,7 @@ impl NumaBalancing {
         let taskimp = self.task_weight(pid, preferred) - taskweight;
         let groupimp = self.group_weight(pid, preferred) - groupweight;
         if !self.node_cpus[preferred].is_empty() {
-            env.dst_stats = self.node_stats(v, preferred, imbalance_pct);
+            env.dst_stats = self.node_stats(v, preferred, imbalance_pct, pid);
             env.rqs += self.node_cpus[preferred].len() as u32;
             self.task_numa_find_cpu(v, &mut env, taskimp, groupimp);
         }
@@ -1183,7 +1186,7 @@ impl NumaBalancing {
                     continue;
                 }
                 env.dst_nid = nid;
-                env.dst_stats = self.node_stats(v, nid, imbalance_pct);
+                env.dst_stats = self.node_stats(v, nid, imbalance_pct, pid);
                 env.rqs += self.node_cpus[nid].len() as u32;
                 self.task_numa_find_cpu(v, &mut env, taskimp, groupimp);
             }
@@ -1251,6 +1254,10 @@ impl NumaBalancing {
         }
         let cpus = self.node_cpus[env.dst_nid].clone();
         for cpu in cpus {
+            // "Skip this CPU if the source task cannot migrate".
+            if !v.may_run(env.p, cpu) {
+                continue;
+            }
             if self.task_numa_compare(v, env, cpu, taskimp, groupimp, maymove) {
                 break;
             }
@@ -1278,6 +1285,10 @@ impl NumaBalancing {
         }
         let preferred_of = |x: Pid| self.tasks.get(&x).and_then(|t| t.preferred);
         let mut assign = false;
+        // "Skip this swap candidate if cannot move to the source cpu."
+        if cur.is_some_and(|c| !v.may_run(c, env.src_cpu)) {
+            return false;
+        }
         if let Some(c) = cur {
             env.tasks += 1;
             if let Some(b) = env.best_task {

@@ -2,7 +2,7 @@
 //! `sched_balance_find_dst_cpu` with `sched_balance_find_dst_group`'s NUMA imbalance rule, and
 //! wake-up by `select_idle_sibling`.
 
-use super::balancer::{adjust_numa_imbalance, group_classify, GroupType, SgStats};
+use super::balancer::{adjust_numa_imbalance, classify, GroupType, SgStats};
 use super::{fits_capacity, Linux, SCHED_CAPACITY_SCALE};
 use crate::interface::{Pid, View};
 use crate::machine::CpuId;
@@ -22,8 +22,13 @@ impl Linux {
         let pct = u64::from(level.params.imbalance_pct);
         let mut local = None;
         let mut idlest: Option<(usize, SgStats)> = None;
+        let allowed = v.allowed(pid);
         for (gi, g) in level.groups.iter().enumerate() {
-            let s = self.wakeup_stats(v, &g.span, pct, pid, st.asym);
+            // "Skip over this group if it has no CPUs allowed".
+            if allowed.is_some_and(|m| g.span.is_disjoint(m)) {
+                continue;
+            }
+            let s = self.wakeup_stats(v, g, pct, pid, st.asym);
             if g.local {
                 local = Some(s);
             } else if idlest.as_ref().is_none_or(|(_, i)| pick_idlest(i, &s)) {
@@ -61,10 +66,20 @@ impl Linux {
                     if preferred.is_some() && preferred == Some(v.machine.cpu_node(first)) {
                         return Some(ii);
                     }
+                    // "accounting for the possibility the task is pinned to a subset of CPUs":
+                    // at most its allowed CPUs of the local group (for a task allowed every
+                    // CPU that is the local group's weight, never below imb_numa_nr here).
+                    let imb_numa_nr = match allowed {
+                        Some(m) => {
+                            let local_g = level.groups.iter().find(|g| g.local);
+                            let n = local_g
+                                .map_or(0, |g| g.span.iter().filter(|&c| m.contains(c)).count());
+                            st.imb_numa_nr.min(n as i64)
+                        }
+                        None => st.imb_numa_nr,
+                    };
                     let imb = (loc.idle_cpus as i64 - idl.idle_cpus as i64).abs();
-                    if adjust_numa_imbalance(imb, loc.sum_nr_running as i64 + 1, st.imb_numa_nr)
-                        == 0
-                    {
+                    if adjust_numa_imbalance(imb, loc.sum_nr_running as i64 + 1, imb_numa_nr) == 0 {
                         return None;
                     }
                 }
@@ -89,11 +104,12 @@ impl Linux {
     pub(super) fn wakeup_stats(
         &self,
         v: &View<'_>,
-        span: &crate::cpuset::CpuSet,
+        group: &crate::domains::Group,
         pct: u64,
         pid: Pid,
         asym: bool,
     ) -> SgStats {
+        let span = &group.span;
         let mut s = SgStats {
             min_capacity: u64::MAX,
             ..SgStats::default()
@@ -124,7 +140,7 @@ impl Linux {
         if asym && !fits_capacity(tp.util_avg.round() as u64, s.max_capacity) {
             s.group_misfit_task_load = 1;
         }
-        s.group_type = group_classify(pct, &s);
+        s.group_type = classify(pct, &s, self.sg_imbalanced(group));
         if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
         }
@@ -132,19 +148,21 @@ impl Linux {
     }
 
     /// `sched_balance_find_dst_group_cpu`: an idle CPU (the most recently idled, the first on
-    /// ties), else the least loaded (this CPU unless another is lighter).
+    /// ties), else the least loaded (this CPU unless another is lighter), among the group's
+    /// CPUs `pid` may run on ("Traverse only the allowed CPUs").
     pub(super) fn find_dst_group_cpu(
         &self,
         v: &View<'_>,
         span: &crate::cpuset::CpuSet,
         this: CpuId,
+        pid: Pid,
     ) -> CpuId {
         if span.len() == 1 {
             return span.iter().next().expect("one CPU");
         }
         let mut shallowest: Option<(CpuId, u64)> = None;
         let (mut least, mut min_load) = (this, u64::MAX);
-        for c in span.iter() {
+        for c in span.iter().filter(|&c| v.may_run(pid, c)) {
             if v.idle(c) {
                 let stamp = self.cpu[c].last_idle_stamp_ns;
                 if shallowest.is_none_or(|(_, s)| stamp > s) {
@@ -167,11 +185,41 @@ impl Linux {
             .iter()
             .take_while(|l| l.params.flags & flag != 0)
             .count();
+        // "if (!cpumask_intersects(sched_domain_span(sd), p->cpus_ptr)) return prev_cpu;"
+        if let (Some(mask), Some(li)) = (v.allowed(pid), top.checked_sub(1)) {
+            if v.domains.cpus[cpu][li].span.is_disjoint(mask) {
+                return cpu;
+            }
+        }
         v.domains
             .place_down(cpu, top.checked_sub(1), flag, |li, cpu| {
                 let g = self.find_dst_group(v, cpu, li, pid)?;
-                Some(self.find_dst_group_cpu(v, &v.domains.cpus[cpu][li].groups[g].span, cpu))
+                let span = &v.domains.cpus[cpu][li].groups[g].span;
+                Some(self.find_dst_group_cpu(v, span, cpu, pid))
             })
+    }
+
+    /// `select_task_rq` around the policy's choice: a task allowed one CPU goes there
+    /// (`cpumask_any`, without asking the class); a choice it may not run on is replaced by
+    /// `select_fallback_rq(task_cpu(p), p)`.
+    pub(super) fn select_task_rq(
+        v: &View<'_>,
+        pid: Pid,
+        task_cpu: CpuId,
+        choose: impl FnOnce() -> CpuId,
+    ) -> CpuId {
+        let Some(mask) = v.allowed(pid) else {
+            return choose();
+        };
+        if mask.len() == 1 {
+            return mask.first().expect("one CPU");
+        }
+        let cpu = choose();
+        if mask.contains(cpu) {
+            cpu
+        } else {
+            v.fallback_cpu(pid, task_cpu)
+        }
     }
 
     /// `select_idle_sibling(p, prev, target)` with LLC = the target's node.
@@ -200,7 +248,13 @@ impl Linux {
         }
         let recent = self.recent_used_cpu[pid].replace(prev);
         if let Some(r) = recent {
-            if r != prev && r != target && v.machine.cpu_node(r) == node && v.idle(r) && fits(r) {
+            if r != prev
+                && r != target
+                && v.machine.cpu_node(r) == node
+                && v.idle(r)
+                && v.may_run(pid, r)
+                && fits(r)
+            {
                 return r;
             }
         }
@@ -214,7 +268,8 @@ impl Linux {
             let mut best: Option<(CpuId, u64)> = None;
             for k in 0..cpus.len() {
                 let c = cpus[(at + k) % cpus.len()];
-                if !v.idle(c) {
+                // cpumask_and(cpus, sched_domain_span(sd), p->cpus_ptr)
+                if !v.idle(c) || !v.may_run(pid, c) {
                     continue;
                 }
                 if fits_capacity(util, self.cap[c]) {
@@ -231,7 +286,7 @@ impl Linux {
         let at = cpus.iter().position(|&c| c == target).unwrap_or(0);
         (1..cpus.len())
             .map(|k| cpus[(at + k) % cpus.len()])
-            .find(|&c| v.idle(c))
+            .find(|&c| v.idle(c) && v.may_run(pid, c))
             .unwrap_or(target)
     }
 

@@ -90,14 +90,16 @@ impl Scheme for HomeCluster {
         // "first free processors in the home-cluster of the process and second free processors
         // in the base priority except ones belonging to other home-clusters"
         let home = a.procs.get(&tgid)?.home;
-        if let Some(c) =
-            home.and_then(|h| a.clusters[h].iter().copied().find(|&c| a.free(c) && fits(c)))
-        {
+        if let Some(c) = home.and_then(|h| {
+            a.clusters[h]
+                .iter()
+                .copied()
+                .find(|&c| a.free(c) && fits(c))
+        }) {
             return Some(c);
         }
-        let open = |c: CpuId| {
-            a.free(c) && fits(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid)
-        };
+        let open =
+            |c: CpuId| a.free(c) && fits(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid);
         a.base_priority(tgid, &open)
     }
 

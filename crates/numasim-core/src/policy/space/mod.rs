@@ -119,8 +119,13 @@ pub trait Scheme: Send {
     /// affinity; every CPU for most): a free one, or one of another process (taken from it;
     /// its thread, if one runs there, is held again); `None`: it waits. Only processors that
     /// fit are candidates, at every step of the scheme's order.
-    fn grant(&self, a: &Alloc, v: &View<'_>, tgid: usize, fits: &dyn Fn(CpuId) -> bool)
-        -> Option<CpuId>;
+    fn grant(
+        &self,
+        a: &Alloc,
+        v: &View<'_>,
+        tgid: usize,
+        fits: &dyn Fn(CpuId) -> bool,
+    ) -> Option<CpuId>;
     /// `cpu`, allocated to `tgid`, has no thread of `tgid` to run.
     fn idle(&self, a: &Alloc, v: &View<'_>, cpu: CpuId, tgid: usize) -> Idle;
     /// Whether processes holding no processor are served before the others (else in request
@@ -283,7 +288,13 @@ impl SpaceSharing {
 
     /// An allocated-idle processor of `tgid` that thread `pid` may run on (its home cluster
     /// first, `prefer` before others).
-    fn own_idle(&self, v: &View<'_>, pid: Pid, tgid: usize, prefer: Option<CpuId>) -> Option<CpuId> {
+    fn own_idle(
+        &self,
+        v: &View<'_>,
+        pid: Pid,
+        tgid: usize,
+        prefer: Option<CpuId>,
+    ) -> Option<CpuId> {
         let a = &self.alloc;
         let p = a.procs.get(&tgid)?;
         let idle = |c: &CpuId| !a.busy[*c] && v.may_run(pid, *c);
@@ -304,7 +315,9 @@ impl SpaceSharing {
         let tgid = Self::tgid(v, pid);
         self.know(v, tgid);
         let cpu = self.own_idle(v, pid, tgid, prefer).or_else(|| {
-            let c = self.scheme.grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))?;
+            let c = self
+                .scheme
+                .grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))?;
             (!self.alloc.busy[c]).then(|| {
                 self.alloc.allocate(v.now, c, tgid);
                 c
