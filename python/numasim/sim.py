@@ -139,7 +139,10 @@ class Result:
 
         procs = pd.DataFrame(self.raw["processes"])
         for i, kind in enumerate(_core.migration_kinds()):
-            procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
+            # A run without affinities lists every kind but the last (`affinity`): 0 there.
+            procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(
+                lambda v, i=i: v[i] if i < len(v) else 0
+            )
         return procs.drop(columns=["migrations_by_kind"])
 
     @cached_property
