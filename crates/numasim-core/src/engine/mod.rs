@@ -54,7 +54,8 @@ use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::interface::{
-    bits, Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet, View, World,
+    bits, AffinityMove, Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet,
+    View, World,
 };
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
@@ -620,6 +621,36 @@ impl<'a> State<'a> {
             .map(|l| crate::cpuset::CpuSet::from_ids(n, l.0.iter().map(|&c| c as usize)));
     }
 
+    /// Takes `pid`, running or queued, off its CPU and holds it until a `places` gives it a
+    /// processor again (counted then as a placement); false if it is neither.
+    fn hold(&mut self, pid: Pid) -> bool {
+        let Some(p) = self.w.procs.get(pid) else {
+            return false;
+        };
+        let from = p.cpu;
+        let running = matches!(p.state, PState::Running) && self.w.cpus[from].current == Some(pid);
+        let queued = matches!(p.state, PState::Runnable) && self.w.cpus[from].queue.contains(&pid);
+        if running {
+            self.take_current(from);
+            self.vacated.push(from);
+        } else if queued {
+            self.touch_load(from);
+            let q = &mut self.w.cpus[from].queue;
+            let at = q.iter().position(|&x| x == pid).expect("checked");
+            q.remove(at);
+            self.rq_changed(from);
+        } else {
+            return false;
+        }
+        self.leave_node(pid, from);
+        let p = &mut self.w.procs[pid];
+        p.state = PState::Held;
+        p.preempted = true;
+        self.w.held.insert(pid);
+        self.pelt_update(pid);
+        true
+    }
+
     /// Checks and applies a policy's attempt made on `cpu`; returns the CPUs that received
     /// processes (one entry per process moved).
     fn apply(
@@ -634,34 +665,9 @@ impl<'a> State<'a> {
             self.count_idle_attempt(c, slot);
         }
         for &pid in &attempt.holds {
-            let Some(p) = self.w.procs.get(pid) else {
+            if !self.hold(pid) {
                 self.stats.rejected += 1;
-                continue;
-            };
-            let from = p.cpu;
-            let running =
-                matches!(p.state, PState::Running) && self.w.cpus[from].current == Some(pid);
-            let queued =
-                matches!(p.state, PState::Runnable) && self.w.cpus[from].queue.contains(&pid);
-            if running {
-                self.take_current(from);
-                self.vacated.push(from);
-            } else if queued {
-                self.touch_load(from);
-                let q = &mut self.w.cpus[from].queue;
-                let at = q.iter().position(|&x| x == pid).expect("checked");
-                q.remove(at);
-                self.rq_changed(from);
-            } else {
-                self.stats.rejected += 1;
-                continue;
             }
-            self.leave_node(pid, from);
-            let p = &mut self.w.procs[pid];
-            p.state = PState::Held;
-            p.preempted = true;
-            self.w.held.insert(pid);
-            self.pelt_update(pid);
         }
         for &(pid, to) in &attempt.places {
             if to >= self.w.cpus.len() || !self.w.may_run(pid, to) || !self.w.held.remove(&pid) {
@@ -1126,12 +1132,13 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
 }
 
 /// Change `k` of `pid`'s affinity takes effect (the kernel's `__set_cpus_allowed_ptr`): the
-/// same CPUs as before change nothing; else the view's set changes, the destination
-/// `cpumask_any_and_distribute` (or the policy's `affinity_cpu`) is chosen, and the process
-/// moves there — running (the stopper's `migration_cpu_stop`) or queued (`move_queued_task`)
-/// — only if its CPU is no longer allowed (`affine_move_task`), as a migration of kind
-/// `affinity`. A blocked or held process does not move: its next placement is checked against
-/// the new set. A completed one is left alone.
+/// same CPUs as before change nothing; else the view's set changes and the destination
+/// `cpumask_any_and_distribute` is computed (the kernel computes it before deciding whether to
+/// move). Only if its CPU is no longer allowed (`affine_move_task`) does a running process
+/// (the stopper's `migration_cpu_stop`) or a queued one (`move_queued_task`) leave it: where
+/// the policy's `affinity_cpu` says (the destination by default), as a migration of kind
+/// `affinity`, or held. A blocked or held process does not move: its next placement is
+/// checked against the new set. A completed one is left alone.
 fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usize) {
     if s.w.procs[pid].state == PState::Done {
         return;
@@ -1142,15 +1149,7 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
     if s.w.allowed[pid] == before {
         return; // cpumask_equal: nothing to do
     }
-    let dest = match policy.affinity_cpu(&s.view(), pid) {
-        Some(c) if c < s.w.cpus.len() && s.w.may_run(pid, c) => c,
-        answer => {
-            if answer.is_some() {
-                s.stats.rejected += 1;
-            }
-            s.distribute(pid)
-        }
-    };
+    let dest = s.distribute(pid);
     let p = &s.w.procs[pid];
     let from = p.cpu;
     if s.w.may_run(pid, from) {
@@ -1161,8 +1160,27 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
     if !running && !queued {
         return;
     }
-    s.move_task(pid, from, dest, running, MigrationKind::Affinity);
-    wake_receivers(s, policy, &[dest]);
+    let to = match policy.affinity_cpu(&s.view(), pid) {
+        AffinityMove::Distribute => dest,
+        AffinityMove::To(c) if c < s.w.cpus.len() && s.w.may_run(pid, c) => c,
+        AffinityMove::To(_) => {
+            s.stats.rejected += 1;
+            dest
+        }
+        AffinityMove::Hold => {
+            s.hold(pid);
+            wake_receivers(s, policy, &[]);
+            if s.w.held.contains(&pid) {
+                if let Some(attempt) = policy.process_held(&s.view(), pid).as_ref() {
+                    let received = s.apply(None, 0, 3, attempt);
+                    wake_receivers(s, policy, &received);
+                }
+            }
+            return;
+        }
+    };
+    s.move_task(pid, from, to, running, MigrationKind::Affinity);
+    wake_receivers(s, policy, &[to]);
 }
 
 /// What a structured thread does after a segment: go on, wait at a sync point, or end.

@@ -15,7 +15,7 @@
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
 //!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
-//!          ── affinity_cpu(view, pid) when its CPU left its mask ► Some(cpu) | None = engine's
+//!          ── affinity_cpu(view, pid) when its CPU left its mask ► Distribute | To(cpu) | Hold
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision (a CPU out of range, a process not where the move says, a
 //!   CPU the process may not run on: View::may_run), applies it, charges its cost and records it.
@@ -63,6 +63,21 @@ pub struct Move {
     pub from: CpuId,
     pub to: CpuId,
     pub kind: MigrationKind,
+}
+
+/// Where a process goes when a change of its allowed CPUs excludes its CPU
+/// ([`Policy::affinity_cpu`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AffinityMove {
+    /// To the engine's destination (`cpumask_any_and_distribute`).
+    Distribute,
+    /// To this CPU; refused (counted) if the process may not run there, and the engine's
+    /// destination used.
+    To(CpuId),
+    /// Off its CPU and held, as [`Attempt::holds`] does, until a later `places` gives it a
+    /// processor; [`Policy::process_held`] is asked next (a policy that allocates processors to
+    /// processes, whose thread waits for one it may run on).
+    Hold,
 }
 
 /// Move a share of a thread group's pages from one node to another.
@@ -273,13 +288,12 @@ pub trait Policy: Send {
         None
     }
 
-    /// Where the engine moves `pid` when a change of its allowed CPUs ([`View::allowed`],
-    /// already the new ones) excludes the CPU it is running or queued on; `None` (the
-    /// default): the engine's choice, Linux 6.x's (`cpumask_any_and_distribute`:
-    /// docs/engine.md, "Affinity"). An answer `pid` may not run on is refused and the
-    /// engine's choice used.
-    fn affinity_cpu(&mut self, _view: &View<'_>, _pid: Pid) -> Option<CpuId> {
-        None
+    /// What happens to `pid` when a change of its allowed CPUs ([`View::allowed`], already
+    /// the new ones) excludes the CPU it is running or queued on (asked only then): by
+    /// default the engine's destination, Linux 6.x's (`cpumask_any_and_distribute`:
+    /// docs/engine.md, "Affinity").
+    fn affinity_cpu(&mut self, _view: &View<'_>, _pid: Pid) -> AffinityMove {
+        AffinityMove::Distribute
     }
 
     /// What the policy counted itself over the run (e.g. NUMA hinting faults, pages

@@ -56,8 +56,8 @@
 
 use crate::assumptions::Wake;
 use crate::domains::{sd, Group, Level};
+use crate::interface::{AffinityMove, PolicyContext, View};
 use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
-use crate::interface::{PolicyContext, View};
 use crate::load::NICE_0_LOAD;
 use crate::machine::CpuId;
 
@@ -1054,8 +1054,9 @@ impl Policy for Linux26 {
 
     /// `set_cpus_allowed`: a task whose CPU its new mask excludes goes to
     /// `any_online_cpu(new_mask)`, the lowest allowed CPU.
-    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> Option<CpuId> {
-        view.allowed(pid).and_then(crate::cpuset::CpuSet::first)
+    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> AffinityMove {
+        let first = view.allowed(pid).and_then(crate::cpuset::CpuSet::first);
+        first.map_or(AffinityMove::Distribute, AffinityMove::To)
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {

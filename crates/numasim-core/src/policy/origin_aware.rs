@@ -39,8 +39,8 @@
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
+use crate::interface::{AffinityMove, PolicyContext, View};
 use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
-use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
 
@@ -308,7 +308,7 @@ impl Policy for OriginAware {
         self.inner.place_wakeup(view, pid, prev_cpu)
     }
 
-    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> Option<CpuId> {
+    fn affinity_cpu(&mut self, view: &View<'_>, pid: Pid) -> AffinityMove {
         self.inner.affinity_cpu(view, pid)
     }
 

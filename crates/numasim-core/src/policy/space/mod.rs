@@ -41,7 +41,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::interface::{
-    Attempt, BalanceKind, MigrationKind, Move, Pid, Policy, PolicyContext, View,
+    AffinityMove, Attempt, BalanceKind, MigrationKind, Move, Pid, Policy, PolicyContext, View,
 };
 use crate::machine::CpuId;
 
@@ -485,6 +485,14 @@ impl Policy for SpaceSharing {
         }
         self.serve(v, &mut out);
         Self::decided(out)
+    }
+
+    /// A thread whose processor its new affinity excludes leaves it and asks for one as a
+    /// woken thread does: an allocated-idle processor of its process that it may run on, or
+    /// the scheme's grant; else it waits (held) for one.
+    fn affinity_cpu(&mut self, v: &View<'_>, pid: Pid) -> AffinityMove {
+        self.admit(v, pid, None)
+            .map_or(AffinityMove::Hold, AffinityMove::To)
     }
 
     fn next_periodic_ns(&self, _: &View<'_>, _: CpuId) -> Option<u64> {
