@@ -493,6 +493,17 @@ fn space_run(
     Ok((r, log))
 }
 
+/// Koita et al.'s parallel processes (threads forked and joined in phases), random affinities
+/// on their first threads.
+fn affine_apps() -> impl Strategy<Value = (String, u64, Vec<Mask>)> {
+    (
+        (1u32..5, 1usize..6, 0.3f64..1.5)
+            .prop_map(|(t, n, load)| format!("app=koita:{t},n={n},load={load:.2}")),
+        0u64..1000,
+        proptest::collection::vec((0u8..16, 0u8..16, 0u8..4, 1u16..400), 1..40),
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
 
@@ -503,14 +514,23 @@ proptest! {
 
     /// The same over the space-sharing policies, which must also keep their model: every
     /// thread eventually gets a processor it may run on, and only one its process holds.
-    /// Known open defect: two processes pinned into each other's processors can wait for
-    /// each other for ever (the run stops unfinished).
     #[test]
-    #[ignore = "known defect: space sharing can leave a thread pinned to others' processors waiting for ever"]
     fn no_space_sharing_policy_ever_runs_a_process_where_it_may_not(
         (seed, masks) in affine_workload()
     ) {
         check_policies(&with_masks(seed, &masks), true)?;
+    }
+
+    /// The same with parallel processes, whose threads hold processors for each other (the
+    /// hold schemes keep a processor idle for the next thread of its process).
+    #[test]
+    fn space_sharing_finishes_parallel_processes_under_affinity(
+        (spec, seed, masks) in affine_apps()
+    ) {
+        let w = with_thread_masks(&spec, seed, &masks);
+        for name in numasim_core::policy::space::NAMES {
+            space_run(&m2x2(), &w, name)?;
+        }
     }
 }
 
@@ -561,6 +581,37 @@ fn space_sharing_holds_a_thread_whose_affinity_excludes_its_processor() {
     );
     let cpu2: Vec<_> = log.iter().filter(|e| e.1 == 2).map(|e| e.2).collect();
     assert_eq!(cpu2, [Some(1), None], "CPU 2 is P1's until P1 ends");
+}
+
+/// Two processes, each pinned into the other's home cluster, under HB (basic home: no
+/// processor of another process's home cluster). P0 reserves cluster 0 and runs on CPU 0, P1
+/// reserves cluster 1 and runs on CPU 2; at 10 ms P0 may run only on CPUs 2–3, P1 only on
+/// 0–1. The scheme's rule alone would leave both waiting for ever, each keeping its home
+/// processor idle for the other's end. Affinity decides which processor, not whether: P0
+/// (which would get its home's free CPU 1 now) takes the free CPU 3 it may run on, moved
+/// there at once (an `affinity` migration); P1, which would get nothing more now, is held —
+/// and then, its CPU 2 kept idle for it, takes the free CPU 1 (a placement).
+#[test]
+fn home_cluster_lets_a_thread_pinned_into_another_home_run() {
+    let m = m2x2();
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![
+            cpu_proc(0, 0, 50, vec![change(0, "0"), change(10, "2-3")]),
+            cpu_proc(1, 2, 50, vec![change(0, "2"), change(10, "0-1")]),
+        ],
+    };
+    let (r, _) = space_run(&m, &w, "hb-dist").unwrap();
+    let moves: Vec<(u64, usize, usize, usize, &str)> = r
+        .trace_events
+        .migrations
+        .iter()
+        .map(|m| (m.0 / MS, m.1, m.2, m.3, &*m.4))
+        .collect();
+    assert_eq!(
+        moves,
+        [(10, 0, 0, 3, "affinity"), (10, 1, 2, 1, "placement")]
+    );
 }
 
 /// `linux`'s `LBF_DST_PINNED`: CPU 2 (idle, the first idle CPU of its node, so the one that

@@ -309,6 +309,26 @@ impl SpaceSharing {
             .min_by_key(|c| (!home(c), *c))
     }
 
+    /// Affinity decides which processor a thread may use, never whether its process gets one
+    /// (docs/policies/home-cluster.md, "Affinity"): when thread `pid`, restricted by its
+    /// affinity, finds no processor the scheme would give it, but its process would get one
+    /// now were the thread free to run anywhere (an allocated-idle processor of its own, or the
+    /// scheme's grant), the thread takes by the base priority a free processor it may run on,
+    /// else an allocated-idle one of another process. `None` for a thread without affinity.
+    fn affine_fallback(&self, v: &View<'_>, pid: Pid, tgid: usize) -> Option<CpuId> {
+        v.allowed(pid)?;
+        let a = &self.alloc;
+        let own_idle = a.procs.get(&tgid)?.held.iter().any(|&c| !a.busy[c]);
+        if !own_idle && self.scheme.grant(a, v, tgid, &|_| true).is_none() {
+            return None;
+        }
+        let fits = |c: CpuId| !a.busy[c] && v.may_run(pid, c);
+        a.base_priority(tgid, &|c| a.free(c) && fits(c))
+            .or_else(|| {
+                a.base_priority(tgid, &|c| a.owner[c].is_some_and(|o| o != tgid) && fits(c))
+            })
+    }
+
     /// A processor for a thread of `tgid` without taking a running thread off one; `None`
     /// queues the request (`process_held` may then take one).
     fn admit(&mut self, v: &View<'_>, pid: Pid, prefer: Option<CpuId>) -> Option<CpuId> {
@@ -317,11 +337,11 @@ impl SpaceSharing {
         let cpu = self.own_idle(v, pid, tgid, prefer).or_else(|| {
             let c = self
                 .scheme
-                .grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))?;
-            (!self.alloc.busy[c]).then(|| {
-                self.alloc.allocate(v.now, c, tgid);
-                c
-            })
+                .grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))
+                .filter(|&c| !self.alloc.busy[c])
+                .or_else(|| self.affine_fallback(v, pid, tgid))?;
+            self.alloc.allocate(v.now, c, tgid);
+            Some(c)
         });
         match cpu {
             Some(c) => self.alloc.busy[c] = true,
@@ -354,14 +374,20 @@ impl SpaceSharing {
                     Some(c) => c,
                     None => {
                         let fits = |c: CpuId| v.may_run(pid, c);
-                        let Some(c) = self.scheme.grant(&self.alloc, v, tgid, &fits) else {
+                        // A processor given away in this very decision is not taken back: its
+                        // thread is not in the view yet.
+                        let granted = self
+                            .scheme
+                            .grant(&self.alloc, v, tgid, &fits)
+                            .filter(|&c| !out.places.iter().any(|&(_, to)| to == c));
+                        let Some(c) = granted.or_else(|| self.affine_fallback(v, pid, tgid)) else {
+                            // Without affinities every held thread of the process is refused
+                            // alike; with them, the next may run elsewhere.
+                            if v.any_affinity() {
+                                continue;
+                            }
                             break;
                         };
-                        if out.places.iter().any(|&(_, to)| to == c) {
-                            // Given away in this very decision: its thread is not in the view
-                            // yet, so it cannot be taken back now.
-                            break;
-                        }
                         if let Some(victim) = self.alloc.owner[c] {
                             if self.alloc.busy[c] {
                                 // Preempted: the victim's thread waits for a processor again.
