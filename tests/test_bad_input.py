@@ -496,6 +496,7 @@ def test_unwritable_outputs_exit_2_with_one_line(run, tmp_path):
 
 _H = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_mean_ns,seed\n"
 _R = "0,0,0,1000000,cpu,0.5,0,10000000,20000000,7\n"
+_HA = _H.rstrip() + ",affinity\n"
 _ROW = (
     '{"pid":0,"tgid":0,"arrival_ns":0,"demand_ns":1,"kind":"cpu","mem":0.5,"spawn_cpu":0,'
     '"burst_mean_ns":1,"wait_mean_ns":1,"seed":1'
@@ -521,7 +522,7 @@ RUN_CORPUS = [
     ("json-unknown-field", "a.json", '{"processes":[' + _ROW + ',"colour":"red"}]}', "linux26",
      "{path}: line 1, column 150, key processes[0].colour: unknown field `colour`, expected one "
      "of `pid`, `tgid`, `arrival_ns`, `demand_ns`, `kind`, `mem`, `spawn_cpu`, `burst_mean_ns`, "
-     "`wait_mean_ns`, `seed`"),
+     "`wait_mean_ns`, `seed`, `affinity`"),
     ("json-missing-field", "a.json", '{"processes":[{"pid":0}]}', "linux26",
      "{path}: line 1, column 23, key processes[0]: missing field `tgid`"),
     ("json-truncated", "a.json", '{"processes":[', "linux26",
@@ -544,6 +545,55 @@ RUN_CORPUS = [
     ("csv-demand-too-long", "a.csv", _H + _R + "1,1,0,10000000000000000,cpu,0.5,0,1,1,1\n",
      "linux26", "{path}: process 1 (pid 1): a time of 10000000000000000 ns is longer than "
      "numasim simulates (9007199254740992 ns, about 104 days)"),
+    # CPU affinity (docs/workloads.md, "CPU affinity"); mehta-m3 has 16 CPUs.
+    ("spec-pin-cpu-out-of-range", None, "n=4,pin=cpus:0-99", "linux26",
+     "--workload: key pin: CPU 16 does not exist (the machine has 16 CPUs)"),
+    ("spec-spawn-cpu-out-of-range", None, "n=4,spawn=cpu:99", "linux26",
+     "--workload: key spawn: CPU 99 does not exist (the machine has 16 CPUs)"),
+    ("spec-pin-empty", None, "n=4,pin=cpus:", "linux26",
+     "--workload: key pin: '' is not a CPU list (like 0-3,8)"),
+    ("spec-pin-empty-range", None, "n=4,pin=cpus:0+3-1", "linux26",
+     "--workload: key pin: range '3-1' in '0+3-1' is empty"),
+    ("spec-pin-comma", None, "n=4,pin=cpus:0-3,8", "linux26",
+     "--workload: '8' is not key=value"),
+    ("spec-pin-not-a-cpu", None, "n=4,pin=cpus:x", "linux26",
+     "--workload: key pin: 'x' is not a CPU or a range of CPUs"),
+    ("spec-pin-unknown", None, "n=4,pin=all", "linux26",
+     "--workload: key pin: 'all' is not one of each, cpus:LIST"),
+    ("spec-release-without-pin", None, "n=4,release=100", "linux26",
+     "--workload: key release: release needs pin=each or pin=cpus:LIST (without pin every "
+     "process may already run on every CPU)"),
+    ("spec-spawn-off-the-pinned-cpus", None, "n=4,pin=cpus:0-3,spawn=cpu:5", "linux26",
+     "--workload: key spawn: CPU 5 is not among pin's CPUs 0-3: processes would be created on a "
+     "CPU they may not run on"),
+    ("csv-affinity-decreasing", "a.csv", _HA + _R.rstrip() + ',"9:0;5:1"\n', "linux26",
+     "{path}: process 0 (pid 0): affinity changes must be in increasing time (a change at 5 ns "
+     "follows one at 9 ns)"),
+    ("csv-affinity-time", "a.csv", _HA + _R.rstrip() + ',"x:0"\n', "linux26",
+     "{path}: line 2, column affinity: 'x' in 'x:0' is not a whole number of nanoseconds"),
+    ("csv-affinity-no-time", "a.csv", _HA + _R.rstrip() + ',"0-3"\n', "linux26",
+     "{path}: line 2, column affinity: '0-3' is not AT_NS:CPULIST (like 0:0-3;1000000000:0-7)"),
+    ("csv-affinity-empty-set", "a.csv", _HA + _R.rstrip() + ',"0:"\n', "linux26",
+     "{path}: line 2, column affinity: '' is not a CPU list (like 0-3,8)"),
+    ("csv-affinity-cpu-out-of-range", "a.csv", _HA + _R.rstrip() + ',"0:0-99"\n', "linux26",
+     "{path}: process 0 (pid 0): the affinity change at 0 ns names CPU 16, which does not exist "
+     "(the machine has 16 CPUs)"),
+    ("csv-affinity-spawn-not-allowed", "a.csv", _HA + _R.rstrip() + ',"0:4-7"\n', "linux26",
+     "{path}: process 0 (pid 0): spawn cpu 0 is not among the CPUs it may run on when created "
+     "(4-7)"),
+    ("json-affinity-decreasing", "a.json",
+     '{"processes":[' + _ROW + ',"affinity":[{"at_ns":10,"cpus":"0"},{"at_ns":5,"cpus":"1"}]}]}',
+     "linux26",
+     "{path}: process 0 (pid 0): affinity changes must be in increasing time (a change at 5 ns "
+     "follows one at 10 ns)"),
+    ("json-affinity-empty-set", "a.json",
+     '{"processes":[' + _ROW + ',"affinity":[{"at_ns":0,"cpus":""}]}]}', "linux26",
+     "{path}: line 1, column 175, key processes[0].affinity[0].cpus: '' is not a CPU list "
+     "(like 0-3,8)"),
+    ("json-affinity-field", "a.json",
+     '{"processes":[' + _ROW + ',"affinity":[{"at":0,"cpus":"0"}]}]}', "linux26",
+     "{path}: line 1, column 159, key processes[0].affinity[0].at: unknown field `at`, expected "
+     "`at_ns` or `cpus`"),
     ("policy-option-twice", None, "n=5", "origin-aware:v1=on,v1=off",
      "--policy: policy option 'v1' is given twice"),
     ("policy-min-load-nan", None, "n=5", "origin-aware:min-load=nan",

@@ -95,26 +95,35 @@ pub const MAX_CPU_ID: u32 = 1 << 20;
 
 impl CpuList {
     /// Parses the kernel's cpulist syntax: `0`, `0-3,8`, `1,3-5` (ranges inclusive; order and
-    /// repeats do not matter). Errors say what is wrong, not where (the caller names that).
+    /// repeats do not matter), with `+` accepted for `,` (a workload spec separates its keys by
+    /// commas: `pin=cpus:0-3+8`). Errors say what is wrong, not where (the caller names that).
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        const SEPARATORS: [char; 2] = [',', '+'];
         let mut ids: Vec<u32> = Vec::new();
-        for part in text.split(',').map(str::trim) {
+        let several = text.contains(SEPARATORS);
+        for part in text.split(SEPARATORS).map(str::trim) {
             if part.is_empty() {
                 return Err(format!("'{text}' is not a CPU list (like 0-3,8)"));
             }
+            // The part, and the list it is in when that is more than the part.
+            let named = if several {
+                format!("'{part}' in '{text}'")
+            } else {
+                format!("'{part}'")
+            };
             let id = |x: &str| {
                 x.trim()
                     .parse::<u32>()
                     .ok()
                     .filter(|&c| c <= MAX_CPU_ID)
-                    .ok_or_else(|| format!("'{part}' in '{text}' is not a CPU or a range of CPUs"))
+                    .ok_or_else(|| format!("{named} is not a CPU or a range of CPUs"))
             };
             let (lo, hi) = match part.split_once('-') {
                 Some((a, b)) => (id(a)?, id(b)?),
                 None => (id(part)?, id(part)?),
             };
             if lo > hi {
-                return Err(format!("range '{part}' in '{text}' is empty"));
+                return Err(format!("range {named} is empty"));
             }
             ids.extend(lo..=hi);
         }
@@ -949,7 +958,7 @@ impl Process {
             }
             if last.is_some_and(|t| c.at_ns <= t) {
                 return Err(format!(
-                    "affinity changes must be in increasing time ({} ns comes after {} ns)",
+                    "affinity changes must be in increasing time (a change at {} ns follows one at {} ns)",
                     c.at_ns,
                     last.unwrap_or(0)
                 ));

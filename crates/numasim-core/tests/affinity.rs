@@ -104,6 +104,12 @@ fn spec_keys_make_the_pinned_then_released_workload() {
         .processes
         .iter()
         .all(|p| p.spawn_cpu == p.affinity[0].cpus.0[0]));
+    // A spec writes `+` for a cpulist's commas.
+    let listed = WorkloadSpec::parse("w", "n=1,pin=cpus:0-1+3")
+        .unwrap()
+        .generate("w", 1, m2x2().node_cpu_lists())
+        .unwrap();
+    assert_eq!(listed.processes[0].affinity, vec![change(0, "0,1,3")]);
     // Round trips through both file formats.
     assert_eq!(Workload::from_csv("f", &w.to_csv().unwrap()).unwrap(), w);
     assert_eq!(Workload::from_json("f", &w.to_json()).unwrap(), w);
