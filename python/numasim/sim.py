@@ -138,11 +138,10 @@ class Result:
         import pandas as pd
 
         procs = pd.DataFrame(self.raw["processes"])
-        for i, kind in enumerate(_core.migration_kinds()):
-            # A run without affinities lists every kind but the last (`affinity`): 0 there.
-            procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(
-                lambda v, i=i: v[i] if i < len(v) else 0
-            )
+        # The kinds the run reports: `affinity`, the last, only for a workload with affinities.
+        reported = len(self.raw["summary"]["migrations_by_kind"])
+        for i, kind in enumerate(_core.migration_kinds()[:reported]):
+            procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
         return procs.drop(columns=["migrations_by_kind"])
 
     @cached_property
