@@ -97,15 +97,15 @@ fn basic_home_takes_its_home_first_and_never_another_home() {
     let fr = HomeCluster::by_name("fr-con").unwrap();
     let hb = HomeCluster::by_name("hb-con").unwrap();
     // Cluster-free: step 4 over every free processor → cluster 2, B's home.
-    assert_eq!(fr.grant(&a, &v, A, &|_| true), Some(4));
+    assert_eq!(fr.grant(&a, &v, A, None), Some(4));
     // Basic home: A's home has none free; clusters 0 and 1 have one each → CPU 0.
-    assert_eq!(hb.grant(&a, &v, A, &|_| true), Some(0));
+    assert_eq!(hb.grant(&a, &v, A, None), Some(0));
     // With a free processor in its home it takes that first.
     a.release(0, 7);
-    assert_eq!(hb.grant(&a, &v, A, &|_| true), Some(7));
+    assert_eq!(hb.grant(&a, &v, A, None), Some(7));
     // B, whose home is cluster 2, gets its home's processors; C (no home) never does.
-    assert_eq!(hb.grant(&a, &v, B, &|_| true), Some(4));
-    assert_eq!(hb.grant(&a, &v, C, &|_| true), Some(0));
+    assert_eq!(hb.grant(&a, &v, B, None), Some(4));
+    assert_eq!(hb.grant(&a, &v, C, None), Some(0));
 }
 
 /// Thread plans of one phase each: `(arrival ms, [work ms of each thread])` per process, with

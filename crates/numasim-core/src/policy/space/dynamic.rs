@@ -13,6 +13,7 @@
 use std::cmp::Reverse;
 
 use super::{Alloc, Idle, Pages, Scheme};
+use crate::cpuset::CpuSet;
 use crate::interface::View;
 use crate::machine::CpuId;
 
@@ -27,18 +28,12 @@ impl Scheme for Dynamic {
         Pages::Dist
     }
 
-    fn grant(
-        &self,
-        a: &Alloc,
-        _v: &View<'_>,
-        tgid: usize,
-        fits: &dyn Fn(CpuId) -> bool,
-    ) -> Option<CpuId> {
-        if let Some(c) = a.base_priority(tgid, &|c| a.free(c) && fits(c)) {
+    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize, fits: Option<&CpuSet>) -> Option<CpuId> {
+        if let Some(c) = a.base_priority_fit(tgid, &|c| a.free(c), fits) {
             return Some(c);
         }
-        let other = |c: CpuId| a.owner[c].is_some_and(|o| o != tgid) && fits(c);
-        if let Some(c) = a.base_priority(tgid, &|c| other(c) && !a.busy[c]) {
+        let other = |c: CpuId| a.owner[c].is_some_and(|o| o != tgid);
+        if let Some(c) = a.base_priority_fit(tgid, &|c| other(c) && !a.busy[c], fits) {
             return Some(c);
         }
         let share = a.node_of.len() as f64 / a.procs.len() as f64;
@@ -53,7 +48,7 @@ impl Scheme for Dynamic {
             .filter(|&(n, t)| t != tgid && n as f64 > share && n >= mine + 2)
             .max_by_key(|&(n, t)| (n, Reverse(t)))?
             .1;
-        a.base_priority(tgid, &|c| a.owner[c] == Some(victim) && fits(c))
+        a.base_priority_fit(tgid, &|c| a.owner[c] == Some(victim), fits)
     }
 
     fn idle(&self, _a: &Alloc, _v: &View<'_>, _cpu: CpuId, _tgid: usize) -> Idle {

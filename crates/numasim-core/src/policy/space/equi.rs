@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use super::{Alloc, Idle, Pages, Scheme};
+use crate::cpuset::CpuSet;
 use crate::interface::View;
 use crate::machine::CpuId;
 
@@ -88,23 +89,17 @@ impl Scheme for Equi {
         self.target = live.into_iter().zip(shares).collect();
     }
 
-    fn grant(
-        &self,
-        a: &Alloc,
-        _v: &View<'_>,
-        tgid: usize,
-        fits: &dyn Fn(CpuId) -> bool,
-    ) -> Option<CpuId> {
+    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize, fits: Option<&CpuSet>) -> Option<CpuId> {
         // Its share counts the processors the waiting thread may run on (all of them unless
         // it has an affinity): a thread pinned off its process's processors is not starved.
-        let usable = a
-            .procs
-            .get(&tgid)
-            .map_or(0, |p| p.held.iter().filter(|&&c| fits(c)).count());
+        let usable = a.procs.get(&tgid).map_or(0, |p| match fits {
+            None => p.held.len(),
+            Some(m) => p.held.iter().filter(|&&c| m.contains(c)).count(),
+        });
         if usable >= self.target(tgid) {
             return None;
         }
-        if let Some(c) = a.base_priority(tgid, &|c| a.free(c) && fits(c)) {
+        if let Some(c) = a.base_priority_fit(tgid, &|c| a.free(c), fits) {
             return Some(c);
         }
         let victim = a
@@ -114,9 +109,9 @@ impl Scheme for Equi {
             .filter(|&(over, t)| over > 0 && t != tgid)
             .max_by_key(|&(over, t)| (over, Reverse(t)))?
             .1;
-        let theirs = |c: CpuId| a.owner[c] == Some(victim) && fits(c);
-        a.base_priority(tgid, &|c| theirs(c) && !a.busy[c])
-            .or_else(|| a.base_priority(tgid, &theirs))
+        let theirs = |c: CpuId| a.owner[c] == Some(victim);
+        a.base_priority_fit(tgid, &|c| theirs(c) && !a.busy[c], fits)
+            .or_else(|| a.base_priority_fit(tgid, &theirs, fits))
     }
 
     fn idle(&self, a: &Alloc, _v: &View<'_>, _cpu: CpuId, tgid: usize) -> Idle {

@@ -15,6 +15,7 @@
 //! allocation").
 
 use super::{Alloc, Idle, Pages, Scheme};
+use crate::cpuset::CpuSet;
 use crate::interface::View;
 use crate::machine::CpuId;
 
@@ -77,15 +78,9 @@ impl Scheme for HomeCluster {
         true
     }
 
-    fn grant(
-        &self,
-        a: &Alloc,
-        _v: &View<'_>,
-        tgid: usize,
-        fits: &dyn Fn(CpuId) -> bool,
-    ) -> Option<CpuId> {
+    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize, fits: Option<&CpuSet>) -> Option<CpuId> {
         if !self.home_scheme() {
-            return a.base_priority(tgid, &|c| a.free(c) && fits(c));
+            return a.base_priority_fit(tgid, &|c| a.free(c), fits);
         }
         // "first free processors in the home-cluster of the process and second free processors
         // in the base priority except ones belonging to other home-clusters"
@@ -94,13 +89,12 @@ impl Scheme for HomeCluster {
             a.clusters[h]
                 .iter()
                 .copied()
-                .find(|&c| a.free(c) && fits(c))
+                .find(|&c| a.free(c) && fits.is_none_or(|m| m.contains(c)))
         }) {
             return Some(c);
         }
-        let open =
-            |c: CpuId| a.free(c) && fits(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid);
-        a.base_priority(tgid, &open)
+        let open = |c: CpuId| a.free(c) && a.home_of[a.node_of[c]].is_none_or(|o| o == tgid);
+        a.base_priority_fit(tgid, &open, fits)
     }
 
     fn idle(&self, a: &Alloc, v: &View<'_>, cpu: CpuId, tgid: usize) -> Idle {

@@ -14,6 +14,7 @@
 //!    request order [reconstruction, as 3].
 
 use super::{Alloc, Idle, Pages, Scheme};
+use crate::cpuset::CpuSet;
 use crate::interface::View;
 use crate::machine::CpuId;
 
@@ -28,17 +29,11 @@ impl Scheme for Limited {
         Pages::Dist
     }
 
-    fn grant(
-        &self,
-        a: &Alloc,
-        _v: &View<'_>,
-        tgid: usize,
-        fits: &dyn Fn(CpuId) -> bool,
-    ) -> Option<CpuId> {
+    fn grant(&self, a: &Alloc, _v: &View<'_>, tgid: usize, fits: Option<&CpuSet>) -> Option<CpuId> {
         let bound = a.procs.get(&tgid)?.held.first().map(|&c| a.node_of[c]);
         match bound {
-            Some(k) => a.base_priority(tgid, &|c| a.free(c) && fits(c) && a.node_of[c] == k),
-            None => a.base_priority(tgid, &|c| a.free(c) && fits(c)),
+            Some(k) => a.base_priority_fit(tgid, &|c| a.free(c) && a.node_of[c] == k, fits),
+            None => a.base_priority_fit(tgid, &|c| a.free(c), fits),
         }
     }
 

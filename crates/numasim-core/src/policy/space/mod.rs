@@ -40,6 +40,7 @@ pub mod limited;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cpuset::CpuSet;
 use crate::interface::{
     AffinityMove, Attempt, BalanceKind, MigrationKind, Move, Pid, Policy, PolicyContext, View,
 };
@@ -115,17 +116,11 @@ pub trait Scheme: Send {
     }
     /// The set of live processes changed (`tgid` was created or has ended).
     fn changed(&mut self, _a: &Alloc, _v: &View<'_>) {}
-    /// The processor `tgid` gets now for a thread that may run only where `fits` (its
-    /// affinity; every CPU for most): a free one, or one of another process (taken from it;
-    /// its thread, if one runs there, is held again); `None`: it waits. Only processors that
-    /// fit are candidates, at every step of the scheme's order.
-    fn grant(
-        &self,
-        a: &Alloc,
-        v: &View<'_>,
-        tgid: usize,
-        fits: &dyn Fn(CpuId) -> bool,
-    ) -> Option<CpuId>;
+    /// The processor `tgid` gets now for a thread that may run only on `fits` (its affinity;
+    /// `None`: every CPU): a free one, or one of another process (taken from it; its thread,
+    /// if one runs there, is held again); `None`: it waits. Only processors that fit are
+    /// candidates, at every step of the scheme's order.
+    fn grant(&self, a: &Alloc, v: &View<'_>, tgid: usize, fits: Option<&CpuSet>) -> Option<CpuId>;
     /// `cpu`, allocated to `tgid`, has no thread of `tgid` to run.
     fn idle(&self, a: &Alloc, v: &View<'_>, cpu: CpuId, tgid: usize) -> Idle;
     /// Whether processes holding no processor are served before the others (else in request
@@ -198,6 +193,20 @@ impl Alloc {
         by(&|k| count_in(&p.held, k))
             .or_else(|| by(&|k| count_in(&p.before, k)))
             .or_else(|| by(&|k| self.clusters[k].iter().filter(|&&c| cand(c)).count()))
+    }
+
+    /// [`Alloc::base_priority`] over the candidates in `fits` (a thread's allowed CPUs; `None`:
+    /// every CPU, the candidates as they are).
+    pub fn base_priority_fit(
+        &self,
+        tgid: usize,
+        cand: &dyn Fn(CpuId) -> bool,
+        fits: Option<&CpuSet>,
+    ) -> Option<CpuId> {
+        match fits {
+            None => self.base_priority(tgid, cand),
+            Some(m) => self.base_priority(tgid, &|c| m.contains(c) && cand(c)),
+        }
     }
 
     /// Gives `cpu` to `tgid`, taking it from its owner if it has one (logged as one change of
@@ -315,17 +324,23 @@ impl SpaceSharing {
     /// now were the thread free to run anywhere (an allocated-idle processor of its own, or the
     /// scheme's grant), the thread takes by the base priority a free processor it may run on,
     /// else an allocated-idle one of another process. `None` for a thread without affinity.
+    #[inline]
     fn affine_fallback(&self, v: &View<'_>, pid: Pid, tgid: usize) -> Option<CpuId> {
-        v.allowed(pid)?;
+        let allowed = v.allowed(pid)?;
+        self.fallback_within(v, allowed, tgid)
+    }
+
+    fn fallback_within(&self, v: &View<'_>, allowed: &CpuSet, tgid: usize) -> Option<CpuId> {
         let a = &self.alloc;
         let own_idle = a.procs.get(&tgid)?.held.iter().any(|&c| !a.busy[c]);
-        if !own_idle && self.scheme.grant(a, v, tgid, &|_| true).is_none() {
+        if !own_idle && self.scheme.grant(a, v, tgid, None).is_none() {
             return None;
         }
-        let fits = |c: CpuId| !a.busy[c] && v.may_run(pid, c);
-        a.base_priority(tgid, &|c| a.free(c) && fits(c))
+        let fits = Some(allowed);
+        a.base_priority_fit(tgid, &|c| a.free(c) && !a.busy[c], fits)
             .or_else(|| {
-                a.base_priority(tgid, &|c| a.owner[c].is_some_and(|o| o != tgid) && fits(c))
+                let other = |c: CpuId| a.owner[c].is_some_and(|o| o != tgid) && !a.busy[c];
+                a.base_priority_fit(tgid, &other, fits)
             })
     }
 
@@ -337,7 +352,7 @@ impl SpaceSharing {
         let cpu = self.own_idle(v, pid, tgid, prefer).or_else(|| {
             let c = self
                 .scheme
-                .grant(&self.alloc, v, tgid, &|c| v.may_run(pid, c))
+                .grant(&self.alloc, v, tgid, v.allowed(pid))
                 .filter(|&c| !self.alloc.busy[c])
                 .or_else(|| self.affine_fallback(v, pid, tgid))?;
             self.alloc.allocate(v.now, c, tgid);
@@ -373,12 +388,11 @@ impl SpaceSharing {
                 let cpu = match self.own_idle(v, pid, tgid, None) {
                     Some(c) => c,
                     None => {
-                        let fits = |c: CpuId| v.may_run(pid, c);
                         // A processor given away in this very decision is not taken back: its
                         // thread is not in the view yet.
                         let granted = self
                             .scheme
-                            .grant(&self.alloc, v, tgid, &fits)
+                            .grant(&self.alloc, v, tgid, v.allowed(pid))
                             .filter(|&c| !out.places.iter().any(|&(_, to)| to == c));
                         let Some(c) = granted.or_else(|| self.affine_fallback(v, pid, tgid)) else {
                             // Without affinities every held thread of the process is refused
