@@ -674,6 +674,7 @@ impl WorkloadSpec {
 
     /// The CPUs `pin` allows process `i` on a machine of `cpus` CPUs (`None`: no pin), checked
     /// against the machine.
+    #[inline(always)]
     fn pinned(&self, origin: &str, i: usize, cpus: usize) -> Result<Option<CpuList>> {
         Ok(match &self.pin {
             None => None,
@@ -936,6 +937,9 @@ impl Process {
     /// What an affinity must be on a machine of `cpus` CPUs: changes in increasing time, each
     /// naming existing CPUs, and the CPU the process is created on among those allowed then.
     fn validate_affinity(&self, cpus: usize) -> std::result::Result<(), String> {
+        if self.affinity.is_empty() {
+            return Ok(());
+        }
         let mut last: Option<u64> = None;
         for c in &self.affinity {
             if c.cpus.0.is_empty() {

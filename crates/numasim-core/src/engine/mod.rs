@@ -584,6 +584,7 @@ impl<'a> State<'a> {
 
     /// Moves `pid`, running (preempted, as by a migration thread) or queued on `from`, to the
     /// tail of `to`'s queue, counting a migration of `kind`.
+    #[inline(always)]
     fn move_task(&mut self, pid: Pid, from: CpuId, to: CpuId, running: bool, kind: MigrationKind) {
         if running {
             self.take_current(from);

@@ -853,23 +853,37 @@ impl Linux26 {
     /// no allowed CPU are skipped (`find_idlest_group`'s `cpus_intersects`) and only allowed
     /// CPUs are candidates (`find_idlest_cpu`'s `cpus_and`), from the CPU `task_cpu` gives.
     fn balance_self(&self, v: &View<'_>, cpu: CpuId, flag: u32, pid: Pid) -> CpuId {
-        let cpu = task_cpu(v, pid, cpu);
+        if let Some(mask) = v.allowed(pid) {
+            return balance_self_allowed(v, task_cpu(v, pid, cpu), flag, mask);
+        }
         let start = v.domains.cpus[cpu]
             .iter()
             .rposition(|l| l.params.flags & flag != 0);
-        if let Some(mask) = v.allowed(pid) {
-            return v.domains.place_down(cpu, start, flag, |li, cpu| {
-                let level = &v.domains.cpus[cpu][li];
-                let group = find_idlest_group_allowed(v, level, mask)?;
-                Some(find_idlest_cpu_allowed(v, level, group, cpu, mask))
-            });
-        }
         v.domains.place_down(cpu, start, flag, |li, cpu| {
             let level = &v.domains.cpus[cpu][li];
             let group = find_idlest_group(v, level)?;
             Some(find_idlest_cpu(v, level, group, cpu))
         })
     }
+}
+
+/// [`Linux26::balance_self`] from `cpu` for a process allowed only `mask` (kept apart, so that
+/// the placement of a process without an affinity is compiled as it was before affinities).
+#[inline(never)]
+fn balance_self_allowed(
+    v: &View<'_>,
+    cpu: CpuId,
+    flag: u32,
+    mask: &crate::cpuset::CpuSet,
+) -> CpuId {
+    let start = v.domains.cpus[cpu]
+        .iter()
+        .rposition(|l| l.params.flags & flag != 0);
+    v.domains.place_down(cpu, start, flag, |li, cpu| {
+        let level = &v.domains.cpus[cpu][li];
+        let group = find_idlest_group_allowed(v, level, mask)?;
+        Some(find_idlest_cpu_allowed(v, level, group, cpu, mask))
+    })
 }
 
 /// The CPU 2.6.18 keeps for `pid` when it last ran on `cpu`: `cpu` if `pid` may run there, else
