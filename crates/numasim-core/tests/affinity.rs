@@ -53,22 +53,37 @@ fn allowed(w: &Workload, pid: usize, t_ns: u64, cpus: usize) -> Vec<usize> {
     }
 }
 
-/// Every slice of the trace and every migration's destination is a CPU its process may run
-/// on at that time (a change takes effect at its instant: a slice that starts before it may end
-/// at it).
+/// Every slice of the trace runs on a CPU its process may run on throughout, and every
+/// migration's destination is one it may run on then. A change takes effect at its instant, and
+/// decisions at that instant may come before it in the engine's order (another process's change
+/// at the same instant can hand this one a processor): a move then, or a slice of no length
+/// (moved off at once), may follow the CPUs allowed just before.
 fn respects(w: &Workload, r: &RunResult, cpus: usize) -> Result<(), TestCaseError> {
+    let may = |pid: usize, t: u64, cpu: usize| allowed(w, pid, t, cpus).contains(&cpu);
+    let changes = |pid: usize| w.processes[pid].affinity.iter().map(|c| c.at_ns);
+    let may_then = |pid: usize, t: u64, cpu: usize| {
+        may(pid, t, cpu) || (t > 0 && changes(pid).any(|at| at == t) && may(pid, t - 1, cpu))
+    };
     for s in &r.trace {
-        let ok = allowed(w, s.pid, s.start_ns, cpus).contains(&s.cpu);
-        let changes_inside = w.processes[s.pid]
-            .affinity
-            .iter()
-            .any(|c| c.at_ns > s.start_ns && c.at_ns < s.end_ns);
-        prop_assert!(ok, "pid {} ran on cpu {} at {}", s.pid, s.cpu, s.start_ns);
-        prop_assert!(!changes_inside || allowed(w, s.pid, s.end_ns - 1, cpus).contains(&s.cpu));
+        let (pid, cpu, start) = (s.pid, s.cpu, s.start_ns);
+        if s.end_ns == start {
+            prop_assert!(
+                may_then(pid, start, cpu),
+                "pid {pid} put on cpu {cpu} at {start}"
+            );
+            continue;
+        }
+        prop_assert!(
+            may(pid, start, cpu),
+            "pid {pid} ran on cpu {cpu} at {start}"
+        );
+        for at in changes(pid).filter(|&at| at > start && at < s.end_ns) {
+            prop_assert!(may(pid, at, cpu), "pid {pid} ran on cpu {cpu} past {at}");
+        }
     }
     for (t, pid, _, to, kind) in &r.trace_events.migrations {
         prop_assert!(
-            allowed(w, *pid, *t, cpus).contains(to),
+            may_then(*pid, *t, *to),
             "pid {pid} moved ({kind}) to cpu {to} at {t}"
         );
     }
