@@ -809,16 +809,6 @@ impl WorkloadSpec {
         cpus: usize,
         pinned: Option<&CpuList>,
     ) -> Result<usize> {
-        if let Spawn::Cpu(k) = self.spawn {
-            if k >= cpus {
-                return Err(InputError::new(
-                    origin,
-                    format!("CPU {k} does not exist (the machine has {cpus} CPUs)"),
-                )
-                .at("key spawn"));
-            }
-            return Ok(k);
-        }
         if let (Some(list), Spawn::Uniform) = (pinned, &self.spawn) {
             return Ok(list.0[rng.random_range(0..list.0.len())] as usize);
         }
@@ -842,7 +832,14 @@ impl WorkloadSpec {
                     rng.random_range(0..cpus)
                 }
             }
-            Spawn::Cpu(k) => k,
+            Spawn::Cpu(k) if k < cpus => k,
+            Spawn::Cpu(k) => {
+                return Err(InputError::new(
+                    origin,
+                    format!("CPU {k} does not exist (the machine has {cpus} CPUs)"),
+                )
+                .at("key spawn"))
+            }
         })
     }
 

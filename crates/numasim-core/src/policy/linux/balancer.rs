@@ -639,7 +639,7 @@ impl Linux {
     fn detach_tasks(&self, v: &View<'_>, env: &mut LbEnv, a: &mut Attempt) -> usize {
         let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
         let failed = self.sd[sd_cpu][li].nr_balance_failed;
-        let grpmask = v.domains.cpus[sd_cpu][li].groups[0].balance_mask.clone();
+        let grpmask = &v.domains.cpus[sd_cpu][li].groups[0].balance_mask;
         let kind = if idle == IdleType::NotIdle {
             MigrationKind::Pull
         } else {
@@ -666,10 +666,10 @@ impl Linux {
             let Some(pid) = task else {
                 // The running task never moves (task_on_cpu), after the affinity test.
                 let cur = v.current(src).expect("running");
-                self.affine_ok(v, cur, env, &grpmask);
+                self.affine_ok(v, cur, env, grpmask);
                 continue;
             };
-            if !self.affine_ok(v, pid, env, &grpmask)
+            if !self.affine_ok(v, pid, env, grpmask)
                 || !self.can_migrate(v, pid, src, env.dst, sd_cpu, li, idle)
             {
                 continue;
