@@ -115,7 +115,7 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5,color=red"],
             "--workload: unknown key 'color'; keys are n, kind, io_share, exec, arrival, burst, "
-            "wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load",
+            "wait, mem, mem_cpu, mem_io, spawn, threads, fork, app, load, pin, release",
         ),
         (
             ["--workload", "n=5,spawn=node:99"],
@@ -158,7 +158,11 @@ def test_unknown_preset(run):
     ("name", "content", "expected"),
     [
         ("empty.csv", HEADER + "\n", ": the workload is empty"),
-        ("bad-header.csv", "pid,arrival\n0,0\n", f": line 1: the header must be exactly: {HEADER}"),
+        (
+            "bad-header.csv",
+            "pid,arrival\n0,0\n",
+            f": line 1: the header must be exactly: {HEADER} (and optionally ,affinity last)",
+        ),
         (
             "not-a-number.csv",
             HEADER + "\n0,0,zero,1000,cpu,0.5,0,1,1,0\n",
