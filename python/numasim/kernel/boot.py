@@ -153,7 +153,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def _terminate_on_sigterm() -> Iterator[None]:
+def terminate_on_sigterm() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt here, so it is handled like Ctrl-C (QEMU is killed)."""
 
     def handler(signum, frame):
@@ -175,7 +175,7 @@ def run_qemu(
     """Run QEMU to its end (the guest powers off) and return its console. A timeout, Ctrl-C or
     SIGTERM kills QEMU before this returns or raises: no process is left behind."""
     console = Console()
-    with _terminate_on_sigterm():
+    with terminate_on_sigterm():
         proc = subprocess.Popen(
             ["qemu-system-x86_64", *args],
             stdin=subprocess.DEVNULL,

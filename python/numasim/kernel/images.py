@@ -195,9 +195,10 @@ def _fetch(url: str, dest: Path, progress: Callable[[str], None] | None = None) 
                     progress(f"{done / 2**20:.0f} of {total / 2**20:.0f} MB")
         tmp.replace(dest)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
-        tmp.unlink(missing_ok=True)
         reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or e
         raise NetworkError(f"{url}: cannot download: {reason}") from None
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed or interrupted download leaves nothing
     return digest.hexdigest()
 
 

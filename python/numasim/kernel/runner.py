@@ -299,26 +299,34 @@ def _node_of(m: Machine) -> list[int]:
     return node_of
 
 
-def prepare_out(out: Path) -> None:
-    """``--out``: a directory that holds no kernel runs yet (created if needed)."""
+def check_out(out: Path) -> None:
+    """``--out``: a directory (to be created, or one that holds no kernel runs yet)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: {out} is a file; give a directory")
     if out.is_dir() and (any(out.glob("boot-*.json")) or (out / "runs.json").exists()):
         raise InputError(f"--out: {out} already holds kernel runs; give a new directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out: cannot create {out}: {e.strerror}") from None
 
 
 def kernel_run(opts: Options, progress: Callable[[str], None]) -> list[Path]:
-    """Every boot of ``opts``; returns the files written (boots, then the index)."""
+    """Every boot of ``opts``; returns the files written (boots, then the index). What can be
+    checked here is checked before anything is installed, downloaded or booted."""
+    with boot.terminate_on_sigterm():
+        return _kernel_run(opts, progress)
+
+
+def _kernel_run(opts: Options, progress: Callable[[str], None]) -> list[Path]:
     from numasim.kernel.summary import summarize
 
     boot.refuse_machine(opts.machine, "--machine")
+    check_out(opts.out)
+    if opts.kernel not in images.SERIES:
+        images.resolve_kernel(opts.kernel)  # a file: refused here if it is not one
     images.ensure_tools(progress)
     kernel = images.resolve_kernel(opts.kernel, progress)
-    prepare_out(opts.out)
+    try:
+        opts.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out: cannot create {opts.out}: {e.strerror}") from None
     version = images.qemu_version()
     written = []
     summaries = []
