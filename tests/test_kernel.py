@@ -23,6 +23,8 @@ DATA = Path(__file__).parent / "data" / "kernel"
 RING = DATA / "ring-4x2.toml"
 #: A real boot of ring-4x2 under Linux 6.12 (8 loops, start released, NUMA balancing off).
 CAPTURE_612 = DATA / "ring-4x2-k6.12-t8-released" / "boot-1"
+#: A real boot of ring-4x2 under Linux 6.1 (16 loops, start released, a 4 s window).
+CAPTURE_61 = DATA / "ring-4x2-k6.1-t16-released" / "boot-0"
 
 
 def raw_files(capture: Path) -> dict[str, bytes]:
@@ -332,9 +334,22 @@ def test_linux_6_12_stacks_name_their_kind():
                for s in kinds["stopper"])  # fmt: skip
 
 
+def test_linux_6_1_stacks_name_their_kind():
+    # Debian's 6.1 has load_balance and rebalance_domains, and already the newer names of
+    # newidle balancing and of the softirq loop.
+    kinds = stacks_of(CAPTURE_61)
+    assert {"periodic", "nohz_idle", "newidle"} <= set(kinds)
+    assert all({"load_balance", "rebalance_domains", "handle_softirqs"} <= set(s) and
+               "_nohz_idle_balance" not in s for s in kinds["periodic"])  # fmt: skip
+    assert all({"load_balance", "rebalance_domains", "_nohz_idle_balance"} <= set(s)
+               for s in kinds["nohz_idle"])  # fmt: skip
+    assert all({"load_balance", "sched_balance_newidle"} <= set(s) for s in kinds["newidle"])
+    assert "other" not in kinds
+
+
 @pytest.mark.parametrize(
     ("stack", "kind"),
-    [  # Linux 6.1 names (the 6.12 ones are tested on a capture)
+    [  # names of mainline 6.1 (the Debian ones are tested on captures)
         (["set_task_cpu", "detach_tasks", "load_balance", "rebalance_domains",
           "__do_softirq"], "periodic"),
         (["set_task_cpu", "load_balance", "rebalance_domains", "_nohz_idle_balance",
@@ -370,8 +385,9 @@ def recorded(capture: Path) -> parse.Recorded:
     )
 
 
-def test_the_trace_holds_every_migration_the_kernel_counted():
-    rec = recorded(CAPTURE_612)
+@pytest.mark.parametrize("capture", [CAPTURE_612, CAPTURE_61])
+def test_the_trace_holds_every_migration_the_kernel_counted(capture):
+    rec = recorded(capture)
     m = Machine.load(str(RING))
     result = parse.analyse(rec, [0, 0, 1, 1, 2, 2, 3, 3], m.distances)
     assert [t["pid"] for t in result["tasks"]] == rec.pids
@@ -460,6 +476,16 @@ def test_a_real_6_12_reading_counts_cpu_0_busy_while_the_loops_sit_on_it():
     assert other["idle"] > other["busy"]
 
 
+def test_a_real_6_1_reading_is_version_15_and_counts_cpu_0_busy_too():
+    files = raw_files(CAPTURE_61)
+    start = parse.parse_schedstat(files["schedstat.start"].decode())
+    end = parse.parse_schedstat(files["schedstat.end"].decode())
+    assert start.version == 15
+    _, domains = parse.schedstat_delta(start, end)
+    cpu0 = domains[(0, 0)]["lb_count"]
+    assert cpu0["busy"] > 3 * max(cpu0["idle"], 1)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -502,14 +528,14 @@ def test_a_real_record_loads_and_its_summary_adds_up():
     assert "ring-4x2 · 6.12.117+deb12-amd64 · 8 tasks, start=released" in summary.text(run)
 
 
-def test_the_record_is_what_its_raw_files_give(tmp_path):
+@pytest.mark.parametrize("capture", [CAPTURE_612, CAPTURE_61])
+def test_the_record_is_what_its_raw_files_give(tmp_path, capture):
     # rebuild() makes the record again from --keep-raw's files: the parser of today reads the
     # capture as the one that wrote it did.
     for suffix in (".json", ".raw.tar.gz", ".console.txt"):
-        shutil.copy(CAPTURE_612.with_suffix(suffix) if suffix == ".json"
-                    else CAPTURE_612.with_name(CAPTURE_612.name + suffix), tmp_path)  # fmt: skip
-    again = runner.rebuild(tmp_path / "boot-1.json", Machine.load(str(RING)))
-    assert again == json.loads(CAPTURE_612.with_suffix(".json").read_text())
+        shutil.copy(capture.with_name(capture.name + suffix), tmp_path)
+    again = runner.rebuild(tmp_path / f"{capture.name}.json", Machine.load(str(RING)))
+    assert again == json.loads(capture.with_name(capture.name + ".json").read_text())
 
 
 @pytest.mark.parametrize(
