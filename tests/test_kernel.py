@@ -645,3 +645,19 @@ def _qemus_of(tmp: Path) -> list[int]:
         ):
             found.append(int(proc.name))
     return found
+
+
+def test_the_summary_command_prints_each_boot_and_the_spread(tmp_path, capsys):
+    run = load_run(CAPTURE_612.with_name(CAPTURE_612.name + ".json"))
+    spread = summary.spread_text([run, run])
+    per_task = summary.summarize(run)["per_task_s"]["all"]
+    assert spread.startswith(f"  over 2 boots: migrations/task-s {per_task:.3f} "
+                             f"({per_task:.3f}–{per_task:.3f})")  # fmt: skip
+    assert summary.main([str(CAPTURE_612.with_name(CAPTURE_612.name + ".json"))]) == 0
+    assert capsys.readouterr().out.startswith("ring-4x2 · 6.12.117+deb12-amd64 · 8 tasks")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert summary.main([str(bad)]) == 2
+    assert capsys.readouterr().err == (
+        f"numasim: error: {bad}: field format: expected 'numasim-kernel-run/1', got 'list'\n"
+    )

@@ -136,6 +136,33 @@ def text(run: KernelRun) -> str:
     return "\n".join(lines)
 
 
+def spread_text(runs: list[KernelRun]) -> str:
+    """One line over several boots of one run: each rate's mean and its range (min–max)."""
+    rows = [summarize(r) for r in runs]
+
+    def stat(values: list[float], fmt: str = ".3f") -> str:
+        mean = sum(values) / len(values)
+        return f"{mean:{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
+
+    kinds = sorted({k for r in rows for k in r["by_kind"]}, key=KINDS.index)
+    levels = [p["level"] for p in rows[0]["passes_per_cpu_s"]]
+    parts = [
+        f"  over {len(rows)} boots: migrations/task-s "
+        + stat([r["per_task_s"]["all"] for r in rows]),
+        "tasks moved " + stat([r["tasks_moved_share"] for r in rows], ".2f"),
+        *(f"{k} {stat([r['per_task_s'].get(k, 0.0) for r in rows])}" for k in kinds),
+        *(
+            f"L{lv} passes/CPU-s "
+            + stat(
+                [next(p["all"] for p in r["passes_per_cpu_s"] if p["level"] == lv) for r in rows],
+                ".1f",
+            )
+            for lv in levels
+        ),
+    ]
+    return "; ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     from numasim._core import InputError
 
@@ -148,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             runs = load_runs(p) if Path(p).is_dir() else [load_run(p)]
             for run in runs:
                 print(text(run))
+            if len(runs) > 1:
+                print(spread_text(runs))
     except InputError as e:
         print(f"numasim: error: {e}", file=sys.stderr)
         return 2
