@@ -4,6 +4,7 @@ one boot that runs only where QEMU and a cached kernel are present."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import shutil
@@ -194,6 +195,16 @@ def test_the_qemu_command_line_gives_each_node_its_cpus_memory_and_distances():
     assert got["-m"] == "1024M" and got["-kernel"] == "/k/vmlinuz"
     assert "console=ttyS0" in got["-append"] and "schedstats=enable" in got["-append"]
     assert [v for k, v in pairs if k == "-serial"] == ["stdio", "file:/t/data"]
+
+
+def test_a_preset_becomes_exactly_these_numa_arguments():
+    m = Machine.preset("hp-superdome-4")  # 4 nodes × 4 CPUs, 10 / 17
+    args = boot.qemu_args(m, Path("k"), Path("i"), Path("d"))
+    numa = [b for a, b in itertools.pairwise(args) if a == "-numa"]
+    nodes = [f"node,nodeid={n},cpus={4 * n}-{4 * n + 3},memdev=m{n}" for n in range(4)]
+    dists = [f"dist,src={i},dst={j},val=17" for i in range(4) for j in range(4) if i != j]
+    assert numa == nodes + dists
+    assert args[args.index("-smp") + 1] == "16,sockets=4,cores=4,threads=1"
 
 
 def test_mehta_m1_boots_with_its_sixteen_nodes_and_every_distance():
