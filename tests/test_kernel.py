@@ -672,3 +672,15 @@ def test_the_summary_command_prints_each_boot_and_the_spread(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"numasim: error: {bad}: field format: expected 'numasim-kernel-run/1', got 'list'\n"
     )
+
+
+def test_a_record_may_be_stored_gzipped(tmp_path):
+    plain = CAPTURE_612.with_name(CAPTURE_612.name + ".json")
+    (tmp_path / "boot-0.json.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    (tmp_path / "runs.json").write_text(json.dumps({"format": "numasim-kernel-runs/1",
+                                                    "boots": ["boot-0.json"]}))  # fmt: skip
+    (run,) = load_runs(tmp_path)
+    assert run == load_run(plain) == load_run(tmp_path / "boot-0.json.gz")
+    (tmp_path / "bad.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(InputError, match=r"bad.json.gz: not a gzipped kernel run: "):
+        load_run(tmp_path / "bad.json.gz")

@@ -202,11 +202,28 @@ def _where(e: ValidationError) -> str:
     return f"field {loc}: {err['msg']}"
 
 
+def _read(path: Path) -> str:
+    """A file's text; ``NAME.gz`` is read gunzipped, and so is ``NAME`` when only its gzipped
+    copy exists (kept runs may be stored compressed)."""
+    import gzip
+
+    if path.suffix != ".gz" and not path.exists() and path.with_name(path.name + ".gz").exists():
+        path = path.with_name(path.name + ".gz")
+    if path.suffix == ".gz":
+        blob = path.read_bytes()
+        try:
+            blob = gzip.decompress(blob)
+        except (OSError, EOFError) as e:
+            raise InputError(f"{path}: not a gzipped kernel run: {e}") from None
+        return blob.decode("utf-8")
+    return path.read_text(encoding="utf-8")
+
+
 def load_run(path: str | Path) -> KernelRun:
-    """A kernel-run file (one boot), validated."""
+    """A kernel-run file (one boot, ``boot-N.json`` or ``boot-N.json.gz``), validated."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read(path))
     except OSError as e:
         raise InputError(f"{path}: cannot read the kernel run: {e.strerror}") from None
     except (UnicodeDecodeError, ValueError) as e:
