@@ -117,6 +117,8 @@ class Console:
     QEMU's CPU time (user + system, all threads) when it arrived."""
 
     lines: list[tuple[float, float, str]] = field(default_factory=list)
+    #: The host's monotonic time when QEMU was started (None: not known).
+    started: float | None = None
 
     def first(self, text: str) -> tuple[float, float] | None:
         for t, cpu, line in self.lines:
@@ -128,19 +130,34 @@ class Console:
     def text(self) -> str:
         return "\n".join(line for _, _, line in self.lines)
 
+    def up(self) -> tuple[float, float] | None:
+        """The guest's first line of its own (``numasim-guest: up UPTIME``): host seconds since
+        QEMU started, and the guest's uptime then."""
+        for t, _, line in self.lines:
+            if line.startswith("numasim-guest: up ") and self.started is not None:
+                return t - self.started, float(line.split()[2])
+        return None
+
     def timed_text(self) -> str:
-        """Each line as ``HOST_S QEMU_CPU_S LINE`` (seconds since the first line)."""
-        t0 = self.lines[0][0] if self.lines else 0.0
-        return "".join(f"{t - t0:.3f} {cpu:.3f} {line}\n" for t, cpu, line in self.lines)
+        """A header, then each line as ``HOST_S QEMU_CPU_S LINE`` (host seconds since QEMU
+        started, QEMU's CPU seconds)."""
+        t0 = self.started if self.started is not None else 0.0
+        rows = (f"{t - t0:.3f} {cpu:.3f} {line}\n" for t, cpu, line in self.lines)
+        return TIMED_HEADER + "".join(rows)
 
     @classmethod
     def from_timed_text(cls, text: str) -> Console:
-        """What ``timed_text`` wrote."""
+        """What ``timed_text`` wrote (without its header, the start of QEMU is not known)."""
         lines = []
-        for row in text.splitlines():
+        rows = text.splitlines()
+        started = 0.0 if rows[:1] == [TIMED_HEADER.strip()] else None
+        for row in rows[1 if started is not None else 0 :]:
             t, cpu, line = [*row.split(" ", 2), "", ""][:3]
             lines.append((float(t), float(cpu), line))
-        return cls(lines)
+        return cls(lines, started)
+
+
+TIMED_HEADER = "# host seconds since QEMU started, QEMU's CPU seconds, the console's line\n"
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -174,7 +191,7 @@ def run_qemu(
 ) -> Console:
     """Run QEMU to its end (the guest powers off) and return its console. A timeout, Ctrl-C or
     SIGTERM kills QEMU before this returns or raises: no process is left behind."""
-    console = Console()
+    console = Console(started=time.monotonic())
     with terminate_on_sigterm():
         proc = subprocess.Popen(
             ["qemu-system-x86_64", *args],

@@ -201,6 +201,7 @@ def build(
     lost = parse.lost_events(rec.per_cpu_stats)
     if lost:
         result["notes"].append(f"the trace buffers lost {lost} events: counts are lower bounds")
+    up = console.up()
     start = console.first("numasim-guest: window-start")
     end = console.first("numasim-guest: window-end")
     window = result["window"]
@@ -235,6 +236,8 @@ def build(
         "workload": w.as_json(),
         "boot": boot_index,
         "boot_s": meta["boot_s"],
+        "up_host_s": round(up[0], 3) if up else None,
+        "up_guest_s": up[1] if up else None,
         **{
             k: result[k]
             for k in (

@@ -180,6 +180,8 @@ class KernelRun(_Strict):
     workload: WorkloadInfo
     boot: int = NonNeg
     boot_s: float | None
+    up_host_s: float | None
+    up_guest_s: float | None
     attempts: int = Field(ge=1)
     schedstat_version: int
     window: Window
