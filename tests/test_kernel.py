@@ -684,3 +684,24 @@ def test_a_record_may_be_stored_gzipped(tmp_path):
     (tmp_path / "bad.json.gz").write_bytes(b"not gzip")
     with pytest.raises(InputError, match=r"bad.json.gz: not a gzipped kernel run: "):
         load_run(tmp_path / "bad.json.gz")
+
+
+RUNS = DATA / "runs"
+
+
+@pytest.mark.parametrize("directory", sorted(RUNS.glob("*/")), ids=lambda p: p.name)
+def test_every_kept_run_is_a_valid_record_whose_trace_matches_the_kernel(directory):
+    runs = load_runs(directory)
+    assert len(runs) >= 3
+    for run in runs:
+        assert run.lost_events == 0 and not run.unknown_stacks
+        assert all(t.traced_migrations == t.kernel_nr_migrations for t in run.tasks)
+        assert len(run.tasks) == run.workload.tasks
+        series = "6.1." if "-k6.1-" in directory.name else "6.12."
+        assert run.kernel.release.startswith(series)
+        moved = {m.pid for m in run.migrations}
+        assert moved <= {t.pid for t in run.tasks}
+        if run.workload.start == "released":
+            assert all(t.fork_cpu == t.first_cpu == 0 for t in run.tasks)
+            assert all(m.t_ns > run.window.release_ns for m in run.migrations)
+        summary.summarize(run)

@@ -44,6 +44,7 @@ def refuse_machine(m: Machine, origin: str) -> None:
     if m.cpus > MAX_CPUS:
         raise InputError(f"{origin}: {m.cpus} CPUs; kernel-run boots at most {MAX_CPUS}")
     if 0 in counts:
+        # Tried: QEMU boots it, but Linux numbers the CPU-less node after the others.
         raise InputError(
             f"{origin}: node {counts.index(0)} has no CPU; kernel-run does not boot "
             "memory-only nodes (the guest would renumber its nodes)"
@@ -61,12 +62,13 @@ def buffer_kb(m: Machine) -> int:
 
 
 def smp(m: Machine) -> str:
-    """``-smp``: one socket per node (its own last-level cache, as on a NUMA server) when the
-    nodes have equal CPU counts; otherwise the CPUs alone (QEMU then makes one socket, whose
-    cache the kernel splits at node boundaries with a warning)."""
-    counts = {len(m.node_cpus(n)) for n in range(m.nodes)}
+    """``-smp``: one socket per node with CPUs (its own last-level cache, as on a NUMA server)
+    when those nodes have equal CPU counts; otherwise the CPUs alone (QEMU then makes one
+    socket, whose cache the kernel splits at node boundaries with a warning)."""
+    counts = {len(m.node_cpus(n)) for n in range(m.nodes)} - {0}
+    sockets = sum(1 for n in range(m.nodes) if m.node_cpus(n))
     if len(counts) == 1:
-        return f"{m.cpus},sockets={m.nodes},cores={counts.pop()},threads=1"
+        return f"{m.cpus},sockets={sockets},cores={counts.pop()},threads=1"
     return str(m.cpus)
 
 
@@ -103,7 +105,8 @@ def qemu_args(m: Machine, vmlinuz: Path, initrd: Path, data: Path) -> list[str]:
     for node in range(m.nodes):
         cpus = m.node_cpus(node)
         args += ["-object", f"memory-backend-ram,id=m{node},size={mem}M"]
-        args += ["-numa", f"node,nodeid={node},cpus={cpus[0]}-{cpus[-1]},memdev=m{node}"]
+        spec = f"node,nodeid={node},cpus={cpus[0]}-{cpus[-1]}," if cpus else f"node,nodeid={node},"
+        args += ["-numa", spec + f"memdev=m{node}"]
     for i, row in enumerate(m.distances):
         for j, v in enumerate(row):
             if i != j:

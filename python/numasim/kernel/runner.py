@@ -89,7 +89,7 @@ def check_nodes(text: str, m: Machine, origin: str) -> None:
     seen = {}
     for line in text.splitlines():
         head, _, dist = line.partition("|")
-        node, cpus = head.split()
+        node, _, cpus = head.strip().partition(" ")
         seen[int(node)] = (parse.parse_cpulist(cpus), [int(v) for v in dist.split()])
     want = {n: (m.node_cpus(n), list(m.distances[n])) for n in range(m.nodes)}
     if seen != want:
