@@ -436,7 +436,9 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
     running_since: dict[int, int] = {}  # workload pid → when it was switched in
     run_ns: Counter[int] = Counter()
     exited: dict[int, int] = {}
-    pulled: set[int] = set()  # CPUs that pulled a task since their last switch (idle → busy)
+    # CPU → (source CPU, idle type) of its last balancing pull since its last switch: the
+    # kernel re-reads a CPU's idleness after each successful load_balance call.
+    pulled: dict[int, tuple[int, str]] = {}
     numa_moves: dict[int, list[Event]] = defaultdict(list)
     stopper_waker: dict[int, int] = {}  # CPU → pid that last woke its stopper thread
     execs: dict[int, list[int]] = defaultdict(list)
@@ -458,7 +460,7 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
             if nxt in workload:
                 running_since[nxt] = e.ts
             curr[e.cpu] = nxt
-            pulled.discard(e.cpu)
+            pulled.pop(e.cpu, None)
         elif name == "sched_wakeup_new":
             pid = e.int("pid")
             if pid in workload:
@@ -501,11 +503,15 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
                 else:
                     context = stopper_waker.get(src)
             idle = None
-            if kind == "periodic":
-                idle = "idle" if curr.get(dst) == 0 and dst not in pulled else "busy"
-                pulled.add(dst)
-            elif kind == "nohz_idle":
-                idle = "idle"
+            if kind in ("periodic", "nohz_idle"):
+                last = pulled.get(dst)
+                if last is None:  # the pass's first pull: is the destination idle?
+                    idle = "idle" if kind == "nohz_idle" or curr.get(dst) == 0 else "busy"
+                elif last[0] == src:  # the same call (one busiest run queue): its idle type
+                    idle = last[1]
+                else:  # a later call of the pass, after a pull: the CPU is no longer idle
+                    idle = "busy"
+                pulled[dst] = (src, idle)
             elif kind == "newidle":
                 idle = "newly_idle"
             in_window = t0 <= e.ts <= t1
