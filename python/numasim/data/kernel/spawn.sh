@@ -16,12 +16,14 @@ loop() {
 
 # START=fork: this parent runs on CPU 0 (taskset -c 0 started it) and gives itself every CPU
 # back before its first fork, since a child inherits its parent's affinity: the kernel places each
-# child. It widens its affinity while it keeps running on CPU 0 (a sleeping task would be placed
-# anew when it wakes). pinned: it pins itself to CPU i before forking loop i, so loop i is born
-# on CPU i and stays there. released: it stays pinned to CPU 0, so every loop starts on CPU 0;
-# RELEASE_S after the last fork each loop is given every CPU.
+# child. The change is made from the last CPU while the parent keeps running on CPU 0: a task
+# waiting on a busy CPU once its affinity widens is soon pulled elsewhere, and one that slept is
+# placed anew when it wakes. pinned: it pins itself to CPU i before forking loop i, so loop i is
+# born on CPU i and stays there. released: it stays pinned to CPU 0, so every loop starts on
+# CPU 0; RELEASE_S after the last fork each loop is given every CPU.
 widen() {
-	taskset -p -c "$ALL_CPUS" $$ > /dev/null &
+	[ "$NCPUS" -gt 1 ] || return
+	taskset -c $((NCPUS - 1)) taskset -p -c "$ALL_CPUS" $$ > /dev/null &
 	while :; do
 		while read -r key value; do
 			if [ "$key" = "Cpus_allowed_list:" ] && [ "$value" = "$ALL_CPUS" ]; then
