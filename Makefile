@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.deps-installed
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build browser check-rust check-python clean
+.PHONY: demo test build browser kernel-tools check-rust check-python clean
 
 $(BIN)/python:
 	@echo "numasim: creating $(VENV) with $(PYTHON)"
@@ -44,6 +44,13 @@ browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 	command -v google-chrome >/dev/null || $(SUDO) apt-get install -y -q chromium || \
 	{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+# QEMU and a static busybox for `numasim kernel-run` (docs/kernel-runs.md), from Debian's
+# packages; the kernel images are downloaded by kernel-run itself into ~/.cache/numasim.
+kernel-tools:
+	@command -v qemu-system-x86_64 >/dev/null && dpkg -s busybox-static >/dev/null 2>&1 || \
+	$(SUDO) apt-get install -y -q qemu-system-x86 busybox-static || \
+	{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q qemu-system-x86 busybox-static; }
 
 check-python: build browser
 	$(BIN)/ruff check python tests tools

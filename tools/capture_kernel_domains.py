@@ -5,10 +5,12 @@ Boots a kernel under QEMU (TCG, no KVM needed) with `-numa dist` set to the tabl
 initramfs that prints debugfs's per-domain parameters and the `sched_verbose` boot log (spans,
 groups, balance masks), then writes the JSON format of crates/numasim-core/tests/data/*.json.
 
-    apt-get install qemu-system-x86 busybox-static
+    make kernel-tools        # qemu-system-x86, busybox-static
     apt-get download linux-image-6.1.0-56-amd64 && dpkg -x linux-image-*.deb kroot
-    tools/capture_kernel_domains.py --kernel kroot/boot/vmlinuz-6.1.0-56-amd64 \
+    .venv/bin/python tools/capture_kernel_domains.py --kernel kroot/boot/vmlinuz-6.1.0-56-amd64 \
         --slit table.slit --cpus 2,2,0,2 --out capture.json
+
+(`numasim kernel-run` keeps Debian's kernels in ~/.cache/numasim/kernels/, usable here too.)
 
 Not run by the tests (it needs QEMU and a kernel image); the captures it makes are.
 """
@@ -18,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -56,20 +57,21 @@ def cpulist(text: str) -> list[int]:
 
 
 def make_initrd(work: Path) -> Path:
-    root = work / "initrd"
-    (root / "bin").mkdir(parents=True)
-    for d in ["proc", "sys", "dev"]:
-        (root / d).mkdir()
-    shutil.copy(shutil.which("busybox") or "/bin/busybox", root / "bin" / "busybox")
-    (root / "init").write_text(INIT)
-    (root / "init").chmod(0o755)
-    files = subprocess.run(["find", "."], cwd=root, capture_output=True, text=True, check=True)
-    cpio = subprocess.run(
-        ["busybox", "cpio", "-o", "-H", "newc"],
-        cwd=root, input=files.stdout.encode(), capture_output=True, check=True,
-    )  # fmt: skip
+    """A newc initramfs of a static busybox and INIT (numasim.kernel.guest writes the archive)."""
+    from numasim.kernel.guest import S_IFCHR, S_IFDIR, S_IFREG, cpio_newc
+    from numasim.kernel.images import busybox_path
+
+    busybox = busybox_path()
+    if busybox is None:
+        raise SystemExit("needs a static busybox: apt-get install busybox-static")
+    entries = [(d, S_IFDIR | 0o755, b"", (0, 0)) for d in ("bin", "dev", "proc", "sys")]
+    entries += [
+        ("dev/console", S_IFCHR | 0o600, b"", (5, 1)),
+        ("bin/busybox", S_IFREG | 0o755, busybox.read_bytes(), (0, 0)),
+        ("init", S_IFREG | 0o755, INIT.encode(), (0, 0)),
+    ]
     out = work / "initrd.cpio"
-    out.write_bytes(cpio.stdout)
+    out.write_bytes(cpio_newc(entries))
     return out
 
 

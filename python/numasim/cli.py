@@ -22,6 +22,7 @@ from numasim._core import InputError
 from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
 from numasim.errors import Interrupted
+from numasim.kernel.command import kernel_run
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
@@ -787,6 +788,9 @@ def list_assumptions() -> None:
 def list_builders() -> None:
     """Scheduling-domain builders, with a one-line description and reference."""
     _echo_listing([(name, desc, f"reference: {ref}") for name, desc, ref in builders()])
+
+
+cli.add_command(kernel_run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,656 @@
+"""From what the guest recorded to a kernel run's data: trace events, migration kinds, passes.
+
+Three readers, each of a text the guest kernel wrote:
+
+- ``parse_trace``: tracefs's ``trace`` file (``trace_clock`` global) into events, each
+  ``sched_migrate_task`` with the kernel call stack its ``stacktrace`` trigger recorded;
+- ``classify``: a migration's kind from the functions on that stack (and, for a migration done
+  by the CPU stopper, from the events around it);
+- ``parse_schedstat``: ``/proc/schedstat`` (versions 15 and 16) into per-CPU, per-domain
+  counters, so that two readings give each balancing level's passes in the window.
+
+``analyse`` puts them together into the per-boot record that docs/kernel-runs.md describes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from numasim._core import InputError
+
+# --- the trace -------------------------------------------------------------------------------
+
+_LINE = re.compile(
+    r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<flags>\S+)\s+"
+    r"(?P<ts>\d+)\.(?P<frac>\d+):\s(?P<rest>.*)$"
+)
+_FIELD = re.compile(r"(\w+)=(-?\w+)")
+STACK_HEADER = "<stack trace>"
+
+
+@dataclass
+class Event:
+    """One trace line: when (ns of the trace clock), where (CPU), who was running, what."""
+
+    ts: int
+    cpu: int
+    pid: int
+    task: str
+    name: str
+    body: str
+    stack: list[str] | None = None
+
+    def int(self, key: str) -> int:
+        """A numeric field of the event's body (``pid=12`` → 12)."""
+        m = re.search(rf"(?:^|\s){key}=(-?\d+)", self.body)
+        if m is None:
+            raise ValueError(f"{self.name} at {self.ts} ns has no field {key}: {self.body}")
+        return int(m[1])
+
+
+def parse_trace(text: str, origin: str = "trace") -> list[Event]:
+    """The events of a tracefs ``trace`` text, in its order; each stack trace is attached to
+    the ``sched_migrate_task`` event that triggered it (the last one on the same CPU)."""
+    events: list[Event] = []
+    awaiting: dict[int, Event] = {}  # CPU → its last migrate event, until its stack is read
+    stack: list[str] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith(" => "):
+            if stack is not None:
+                stack.append(_function(line[4:]))
+            continue
+        stack = None
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            if line.startswith("CPU:") or "LOST" in line:
+                raise InputError(f"{origin}: line {number}: events were lost: {line.strip()}")
+            continue
+        ts = int(m["ts"]) * 1_000_000_000 + int(m["frac"].ljust(9, "0")[:9])
+        cpu, rest = int(m["cpu"]), m["rest"]
+        if rest.strip() == STACK_HEADER:
+            owner = awaiting.pop(cpu, None)
+            if owner is not None:
+                owner.stack = stack = []
+            continue
+        name, _, body = rest.partition(": ")
+        event = Event(ts, cpu, int(m["pid"]), m["task"].strip(), name, body)
+        events.append(event)
+        if name == "sched_migrate_task":
+            awaiting[cpu] = event
+    return events
+
+
+def _function(text: str) -> str:
+    """A stack entry's function: without ``+0x…/0x…`` offsets and compiler suffixes
+    (``_nohz_idle_balance.isra.0`` → ``_nohz_idle_balance``)."""
+    name = text.strip().split("+", 1)[0].split(" ", 1)[0]
+    return name.split(".", 1)[0]
+
+
+# --- migration kinds -------------------------------------------------------------------------
+
+#: The kinds of a workload task's migration, in the order docs/kernel-runs.md describes them.
+KINDS = (
+    "periodic",
+    "nohz_idle",
+    "newidle",
+    "active",
+    "wakeup",
+    "fork",
+    "exec",
+    "numa_move",
+    "numa_swap",
+    "affinity",
+    "other",
+)
+#: Functions that name a kind when they are on a migration's stack, tried in this order (a
+#: nohz balancing pass runs the periodic one for each idle CPU, so it is tried first). Kernel
+#: 6.1 names and their 6.12 renames are both listed.
+STACK_RULES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("numa_swap", frozenset({"migrate_swap_stop", "__migrate_swap_task", "migrate_swap"})),
+    ("active", frozenset({"active_load_balance_cpu_stop"})),
+    (
+        "nohz_idle",
+        frozenset(
+            {
+                "_nohz_idle_balance",
+                "nohz_idle_balance",
+                "nohz_newidle_balance",
+                "nohz_run_idle_balance",
+            }
+        ),
+    ),
+    ("newidle", frozenset({"newidle_balance", "sched_balance_newidle"})),
+    (
+        "periodic",
+        frozenset(
+            {
+                "rebalance_domains",
+                "sched_balance_domains",
+                "run_rebalance_domains",
+                "sched_balance_softirq",
+                "load_balance",
+                "sched_balance_rq",
+            }
+        ),
+    ),
+    ("wakeup", frozenset({"try_to_wake_up"})),
+    (
+        "affinity",
+        frozenset(
+            {
+                "affine_move_task",
+                "__set_cpus_allowed_ptr",
+                "__set_cpus_allowed_ptr_locked",
+                "set_cpus_allowed_ptr",
+                "__sched_setaffinity",
+                "sched_setaffinity",
+            }
+        ),
+    ),
+    ("exec", frozenset({"sched_exec"})),
+    ("numa_move", frozenset({"migrate_task_to", "task_numa_migrate"})),
+)
+#: The CPU stopper's migration: done for sched_exec, migrate_task_to (NUMA) and an affinity
+#: change of a running task alike; which one is told by the events around it (``analyse``).
+STOPPER = frozenset({"migration_cpu_stop"})
+#: Kinds made by a load-balancing pass, whose idle type is recorded.
+BALANCING = frozenset({"periodic", "nohz_idle", "newidle"})
+
+
+def classify(stack: list[str] | None) -> str:
+    """A migration's kind from its call stack alone: a kind of ``KINDS``, ``"stopper"`` (for
+    ``analyse`` to resolve) or ``"other"`` (unknown stack, or none)."""
+    if not stack:
+        return "other"
+    functions = set(stack)
+    for kind, names in STACK_RULES:
+        if functions & names:
+            return kind
+    if functions & STOPPER:
+        return "stopper"
+    return "other"
+
+
+# --- /proc/schedstat -------------------------------------------------------------------------
+
+#: The order of a domain line's eight load-balancing counters ...
+LB_FIELDS = (
+    "lb_count",
+    "lb_balanced",
+    "lb_failed",
+    "lb_imbalance",
+    "lb_gained",
+    "lb_hot_gained",
+    "lb_nobusyq",
+    "lb_nobusyg",
+)
+#: ... repeated for each idle type, in the order of the kernel's enum cpu_idle_type: version 15
+#: (Linux 6.1: CPU_IDLE, CPU_NOT_IDLE, CPU_NEWLY_IDLE) and version 16 (Linux 6.12:
+#: __CPU_NOT_IDLE, CPU_IDLE, CPU_NEWLY_IDLE); then twelve more counters.
+IDLE_ORDER = {15: ("idle", "busy", "newly_idle"), 16: ("busy", "idle", "newly_idle")}
+IDLE_TYPES = ("idle", "busy", "newly_idle")
+TAIL_FIELDS = (
+    "alb_count",
+    "alb_failed",
+    "alb_pushed",
+    "sbe_count",
+    "sbe_balanced",
+    "sbe_pushed",
+    "sbf_count",
+    "sbf_balanced",
+    "sbf_pushed",
+    "ttwu_wake_remote",
+    "ttwu_move_affine",
+    "ttwu_move_balance",
+)
+#: A CPU line's counters after its name (the second is always 0).
+CPU_FIELDS = (
+    "yld_count",
+    "legacy",
+    "sched_count",
+    "sched_goidle",
+    "ttwu_count",
+    "ttwu_local",
+    "rq_cpu_time_ns",
+    "run_delay_ns",
+    "pcount",
+)
+
+
+def cpumask_list(mask: str) -> list[int]:
+    """The CPUs of a kernel ``%*pb`` mask (``00000000,00000103`` → [0, 1, 8])."""
+    value = int(mask.replace(",", ""), 16)
+    return [i for i in range(value.bit_length()) if value >> i & 1]
+
+
+def cpulist_text(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] → ``0-2,5``."""
+    parts: list[str] = []
+    for c in sorted(cpus):
+        if parts and "-" not in parts[-1].split(",")[-1] and int(parts[-1]) == c - 1:
+            parts[-1] = f"{parts[-1]}-{c}"
+        elif parts and "-" in parts[-1] and int(parts[-1].split("-")[1]) == c - 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{c}"
+        else:
+            parts.append(str(c))
+    return ",".join(parts)
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """``0-2,5`` → [0, 1, 2, 5]."""
+    out: list[int] = []
+    for part in text.strip().split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+@dataclass
+class Schedstat:
+    """One reading of /proc/schedstat."""
+
+    version: int
+    jiffies: int
+    #: CPU → its run-queue counters (CPU_FIELDS).
+    cpus: dict[int, dict[str, int]] = field(default_factory=dict)
+    #: (CPU, domain index) → {"span": [...], "lb_count": {idle type: n}, ..., "alb_count": n}.
+    domains: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+
+
+def parse_schedstat(text: str, origin: str = "schedstat") -> Schedstat:
+    """A /proc/schedstat text of version 15 or 16 (refused otherwise, in one line)."""
+    lines = text.splitlines()
+    m = re.fullmatch(r"version (\d+)", lines[0].strip()) if lines else None
+    if m is None:
+        raise InputError(f"{origin}: line 1: not a /proc/schedstat text (no version line)")
+    version = int(m[1])
+    if version not in IDLE_ORDER:
+        known = ", ".join(map(str, IDLE_ORDER))
+        raise InputError(
+            f"{origin}: schedstat version {version} is not one numasim reads "
+            f"(known: {known}); its field order must be checked first"
+        )
+    order = IDLE_ORDER[version]
+    out = Schedstat(version, 0)
+    cpu = -1
+    for number, line in enumerate(lines[1:], start=2):
+        words = line.split()
+        if not words:
+            continue
+        try:
+            if words[0] == "timestamp":
+                out.jiffies = int(words[1])
+            elif words[0].startswith("cpu"):
+                cpu = int(words[0][3:])
+                out.cpus[cpu] = dict(zip(CPU_FIELDS, map(int, words[1:]), strict=True))
+            elif words[0].startswith("domain"):
+                values = [int(v) for v in words[2:]]
+                if len(values) != 8 * len(order) + len(TAIL_FIELDS):
+                    raise ValueError(f"{len(values)} counters")
+                d: dict[str, Any] = {"span": cpumask_list(words[1])}
+                for f, name in enumerate(LB_FIELDS):
+                    d[name] = {order[i]: values[8 * i + f] for i in range(len(order))}
+                d.update(zip(TAIL_FIELDS, values[8 * len(order) :], strict=True))
+                out.domains[(cpu, int(words[0][6:]))] = d
+        except ValueError as e:
+            raise InputError(
+                f"{origin}: line {number}: not a version {version} schedstat line ({e})"
+            ) from None
+    return out
+
+
+def schedstat_delta(
+    start: Schedstat, end: Schedstat, origin: str = "schedstat"
+) -> tuple[dict[int, dict[str, int]], dict[tuple[int, int], dict]]:
+    """End minus start of every counter: per CPU, and per (CPU, domain)."""
+    if start.version != end.version or start.domains.keys() != end.domains.keys():
+        raise InputError(
+            f"{origin}: the two readings differ in version or domains "
+            "(the domains were rebuilt during the window)"
+        )
+    cpus = {
+        c: {k: end.cpus[c][k] - v for k, v in start.cpus[c].items() if k != "legacy"}
+        for c in start.cpus
+    }
+    domains = {}
+    for key, d0 in start.domains.items():
+        d1 = end.domains[key]
+        delta: dict[str, Any] = {"span": d0["span"]}
+        for name in LB_FIELDS:
+            delta[name] = {t: d1[name][t] - d0[name][t] for t in IDLE_TYPES}
+        for name in TAIL_FIELDS:
+            delta[name] = d1[name] - d0[name]
+        domains[key] = delta
+    return cpus, domains
+
+
+# --- one boot's record -----------------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """What the guest sent, as texts (the files of its archive)."""
+
+    trace: str
+    schedstat_start: str
+    schedstat_end: str
+    per_cpu_stats: str
+    pids: list[int]
+    domains: str
+    origin: str = "guest"
+    #: pid → /proc/PID/sched at the window's end.
+    task_sched: dict[int, str] = field(default_factory=dict)
+    vmstat_start: str = ""
+    vmstat_end: str = ""
+
+
+#: /proc/PID/sched lines kept for each task (→ its record's keys).
+TASK_COUNTERS = {
+    "se.nr_migrations": "kernel_nr_migrations",
+    "numa_pages_migrated": "numa_pages_migrated",
+    "numa_preferred_nid": "numa_preferred_nid",
+    "total_numa_faults": "total_numa_faults",
+}
+
+
+def task_counters(text: str) -> dict[str, int | None]:
+    """A task's kernel counters from its /proc/PID/sched (None where a line is missing)."""
+    out: dict[str, int | None] = dict.fromkeys(TASK_COUNTERS.values())
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in TASK_COUNTERS:
+            try:
+                out[TASK_COUNTERS[key.strip()]] = int(value.strip())
+            except ValueError:
+                pass
+    return out
+
+
+def vmstat_delta(start: str, end: str) -> dict[str, int]:
+    """End minus start of /proc/vmstat's NUMA and page-migration counters."""
+
+    def read(text: str) -> dict[str, int]:
+        pairs = (line.split() for line in text.splitlines())
+        return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].lstrip("-").isdigit()}
+
+    a, b = read(start), read(end)
+    return {k: b[k] - a.get(k, 0) for k in sorted(b) if k.startswith(("numa_", "pgmigrate"))}
+
+
+def lost_events(stats: str) -> int:
+    """Events the ring buffers lost: the sum of ``overrun`` and ``dropped events`` over CPUs."""
+    lost = 0
+    for line in stats.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("overrun", "dropped events"):
+            lost += int(value)
+    return lost
+
+
+def domain_names(text: str) -> dict[tuple[int, int], str]:
+    """``…/domains/cpuN/domainM NAME`` lines → {(N, M): NAME}."""
+    out = {}
+    for line in text.splitlines():
+        m = re.search(r"cpu(\d+)/domain(\d+)\s+(\S+)", line)
+        if m:
+            out[(int(m[1]), int(m[2]))] = m[3]
+    return out
+
+
+def _marker(events: list[Event], text: str) -> Event | None:
+    return next(
+        (e for e in events if e.name == "tracing_mark_write" and e.body.strip() == text), None
+    )
+
+
+def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[str, Any]:
+    """The trace and schedstat parts of a boot's record (``window``, ``tasks``,
+    ``migrations``, ``passes``, …): docs/kernel-runs.md."""
+    events = parse_trace(rec.trace, f"{rec.origin}: trace")
+    workload = set(rec.pids)
+    forks = {
+        e.int("child_pid"): e
+        for e in events
+        if e.name == "sched_process_fork" and e.int("child_pid") in workload
+    }
+    if not forks:
+        raise InputError(f"{rec.origin}: the trace holds no fork of the workload's tasks")
+    end_marker = _marker(events, "numasim window-end")
+    if end_marker is None:
+        raise InputError(f"{rec.origin}: the trace has no window-end marker")
+    t0 = min(e.ts for e in forks.values())
+    t1 = end_marker.ts
+    notes: list[str] = []
+
+    first_cpu: dict[int, int] = {}
+    curr: dict[int, int] = {}  # CPU → pid running there (0: idle)
+    running_since: dict[int, int] = {}  # workload pid → when it was switched in
+    run_ns: Counter[int] = Counter()
+    exited: dict[int, int] = {}
+    # CPU → (source CPU, idle type) of its last balancing pull since its last switch: the
+    # kernel re-reads a CPU's idleness after each successful load_balance call.
+    pulled: dict[int, tuple[int, str]] = {}
+    numa_moves: dict[int, list[Event]] = defaultdict(list)
+    stopper_waker: dict[int, int] = {}  # CPU → pid that last woke its stopper thread
+    execs: dict[int, list[int]] = defaultdict(list)
+    raw: list[dict[str, Any]] = []
+    other_kinds: Counter[str] = Counter()
+    unknown: dict[tuple[str, ...], dict[str, Any]] = {}
+    numa_events: Counter[str] = Counter()
+    traced: Counter[int] = Counter()  # every migration of a workload task, in the window or not
+
+    def clip(a: int, b: int) -> int:
+        return max(0, min(b, t1) - max(a, t0))
+
+    for e in events:
+        name = e.name
+        if name == "sched_switch":
+            prev, nxt = e.int("prev_pid"), e.int("next_pid")
+            if prev in running_since:
+                run_ns[prev] += clip(running_since.pop(prev), e.ts)
+            if nxt in workload:
+                running_since[nxt] = e.ts
+            curr[e.cpu] = nxt
+            pulled.pop(e.cpu, None)
+        elif name == "sched_wakeup_new":
+            pid = e.int("pid")
+            if pid in workload:
+                first_cpu[pid] = e.int("target_cpu")
+        elif name == "sched_wakeup":
+            m = re.match(r"comm=migration/(\d+)\s", e.body)
+            if m:
+                stopper_waker[int(m[1])] = e.pid
+        elif name == "sched_process_exec":
+            execs[e.int("pid")].append(e.ts)
+        elif name == "sched_process_exit":
+            pid = e.int("pid")
+            if pid in workload:
+                exited[pid] = e.ts
+        elif name == "sched_move_numa":
+            numa_moves[e.int("pid")].append(e)
+            if e.int("pid") in workload and t0 <= e.ts <= t1:
+                numa_events["move"] += 1
+        elif name in ("sched_swap_numa", "sched_stick_numa"):
+            pids = {e.int("src_pid")}
+            with_dst = re.search(r"dst_pid=(-?\d+)", e.body)
+            if with_dst:
+                pids.add(int(with_dst[1]))
+            if pids & workload and t0 <= e.ts <= t1:
+                numa_events["swap" if name == "sched_swap_numa" else "stick"] += 1
+        elif name == "sched_migrate_task":
+            pid, src, dst = e.int("pid"), e.int("orig_cpu"), e.int("dest_cpu")
+            if pid in workload:
+                traced[pid] += src != dst
+            if src == dst:  # set_task_cpu to the same CPU: traced, but no migration
+                continue
+            kind = classify(e.stack)
+            context = None
+            if kind == "stopper":
+                pending = numa_moves.get(pid, [])
+                match = next((m for m in pending if m.int("dst_cpu") == dst), None)
+                if match is not None:
+                    pending.remove(match)
+                    kind = "numa_move"
+                else:
+                    context = stopper_waker.get(src)
+            idle = None
+            if kind in ("periodic", "nohz_idle"):
+                last = pulled.get(dst)
+                if last is None:  # the pass's first pull: is the destination idle?
+                    idle = "idle" if kind == "nohz_idle" or curr.get(dst) == 0 else "busy"
+                elif last[0] == src:  # the same call (one busiest run queue): its idle type
+                    idle = last[1]
+                else:  # a later call of the pass, after a pull: the CPU is no longer idle
+                    idle = "busy"
+                pulled[dst] = (src, idle)
+            elif kind == "newidle":
+                idle = "newly_idle"
+            in_window = t0 <= e.ts <= t1
+            if kind == "other" and in_window:
+                key = tuple(e.stack or ())
+                entry = unknown.setdefault(
+                    key,
+                    {
+                        "stack": list(key),
+                        "count": 0,
+                        "example": {
+                            "t_ns": e.ts - t0,
+                            "pid": pid,
+                            "comm": e.body.split()[0][5:],
+                            "from": src,
+                            "to": dst,
+                        },
+                    },
+                )
+                entry["count"] += 1
+            if pid in workload and in_window:
+                raw.append(
+                    {
+                        "ts": e.ts,
+                        "pid": pid,
+                        "from": src,
+                        "to": dst,
+                        "kind": kind,
+                        "idle": idle,
+                        "waker": context,
+                    }
+                )
+            elif in_window:
+                other_kinds[kind] += 1
+
+    for pid, since in running_since.items():
+        run_ns[pid] += clip(since, t1)
+
+    migrations = []
+    for r in raw:
+        if r["kind"] == "stopper":
+            later = [t for t in execs.get(r["pid"], []) if t >= r["ts"]]
+            r["kind"] = "exec" if r["waker"] == r["pid"] and later else "affinity"
+        migrations.append(
+            {
+                "t_ns": r["ts"] - t0,
+                "pid": r["pid"],
+                "from": r["from"],
+                "to": r["to"],
+                "distance": slit[node_of[r["from"]]][node_of[r["to"]]],
+                "kind": r["kind"],
+                "idle": r["idle"],
+            }
+        )
+    for kind in list(other_kinds):
+        if kind == "stopper":
+            other_kinds["affinity_or_exec"] += other_kinds.pop("stopper")
+
+    tasks = []
+    for pid in rec.pids:
+        fork = forks.get(pid)
+        if fork is None:
+            notes.append(f"task {pid}: no fork event in the trace; left out")
+            continue
+        fork_cpu = fork.cpu
+        placed = first_cpu.get(pid, fork_cpu)
+        if placed != fork_cpu:
+            migrations.append(
+                {
+                    "t_ns": fork.ts - t0,
+                    "pid": pid,
+                    "from": fork_cpu,
+                    "to": placed,
+                    "distance": slit[node_of[fork_cpu]][node_of[placed]],
+                    "kind": "fork",
+                    "idle": None,
+                }
+            )
+        moves = [m for m in migrations if m["pid"] == pid and m["kind"] != "fork"]
+        end = exited.get(pid, t1)
+        tasks.append(
+            {
+                "pid": pid,
+                "fork_cpu": fork_cpu,
+                "first_cpu": placed,
+                "last_cpu": max(moves, key=lambda m: m["t_ns"])["to"] if moves else placed,
+                "run_ns": run_ns[pid],
+                "alive_ns": clip(fork.ts, end),
+                "traced_migrations": traced[pid],
+                **task_counters(rec.task_sched.get(pid, "")),
+            }
+        )
+    migrations.sort(key=lambda m: (m["t_ns"], m["pid"]))
+    for t in tasks:
+        kernel = t["kernel_nr_migrations"]
+        if kernel is not None and kernel != t["traced_migrations"]:
+            notes.append(
+                f"task {t['pid']}: the kernel counted {kernel} migrations, the trace "
+                f"holds {t['traced_migrations']}"
+            )
+
+    release = _marker(events, "numasim release")
+    released = _marker(events, "numasim released")
+    window = {"start_ns": t0, "end_ns": t1, "guest_s": (t1 - t0) / 1e9}
+    if release is not None and released is not None:
+        window["release_ns"] = release.ts - t0
+        window["released_ns"] = released.ts - t0
+
+    start, end_reading = (
+        parse_schedstat(t, f"{rec.origin}: schedstat.{w}")
+        for t, w in ((rec.schedstat_start, "start"), (rec.schedstat_end, "end"))
+    )
+    cpu_delta, domain_delta = schedstat_delta(start, end_reading, f"{rec.origin}: schedstat")
+    names = domain_names(rec.domains)
+    passes = []
+    for (cpu, level), d in sorted(domain_delta.items()):
+        passes.append(
+            {
+                "cpu": cpu,
+                "level": level,
+                "name": names.get((cpu, level)),
+                "span": cpulist_text(d.pop("span")),
+                **d,
+            }
+        )
+    runqueues = [{"cpu": c, **v} for c, v in sorted(cpu_delta.items())]
+    if any(p["name"] is None for p in passes):
+        notes.append("some domains' names could not be read from debugfs")
+    return {
+        "schedstat_version": start.version,
+        "window": window,
+        "tasks": tasks,
+        "migrations": migrations,
+        "other_migrations": sum(other_kinds.values()),
+        "other_migrations_by_kind": dict(sorted(other_kinds.items())),
+        "numa_events": {k: numa_events[k] for k in ("move", "swap", "stick")},
+        "vmstat": vmstat_delta(rec.vmstat_start, rec.vmstat_end),
+        "passes": passes,
+        "runqueues": runqueues,
+        "unknown_stacks": sorted(unknown.values(), key=lambda u: -u["count"]),
+        "notes": notes,
+    }

@@ -1,0 +1,187 @@
+"""A kernel run in a few numbers, normalised by guest time (docs/kernel-runs.md).
+
+    python -m numasim.kernel.summary DIR-or-FILE ...
+
+prints, for each boot: migrations by kind and by distance per task-second, balancing passes
+per level per CPU-second, the share of tasks ever moved and the median gap between a task's
+moves. ``summarize`` gives the same as a dict (``kernel-run`` stores it in ``runs.json``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from numasim.kernel.parse import IDLE_TYPES, KINDS
+from numasim.kernel.schema import KernelRun, load_run, load_runs
+
+
+def summarize(run: KernelRun) -> dict[str, Any]:
+    """The run's rates. A task-second is one second of guest time of one workload task alive
+    in the window; a CPU-second one second of guest time of one CPU."""
+    guest_s = run.window.guest_s
+    task_s = sum(t.alive_ns for t in run.tasks) / 1e9
+    cpu_s = run.qemu.vcpus * guest_s
+    moves = [m for m in run.migrations if m.kind != "fork"]
+    by_kind = Counter(m.kind for m in run.migrations)
+    by_distance = Counter(m.distance for m in moves)
+    per_task: dict[int, list[int]] = defaultdict(list)
+    for m in moves:
+        per_task[m.pid].append(m.t_ns)
+    gaps = [
+        b - a for ts in per_task.values() for a, b in zip(sorted(ts), sorted(ts)[1:], strict=False)
+    ]
+    levels: dict[int, dict[str, Any]] = {}
+    for p in run.passes:
+        lv = levels.setdefault(
+            p.level,
+            {
+                "name": p.name,
+                "cpus": 0,
+                "passes": Counter(),
+                "balanced": 0,
+                "failed": 0,
+                "gained": 0,
+                "alb_pushed": 0,
+            },
+        )
+        lv["cpus"] += 1
+        for t in IDLE_TYPES:
+            lv["passes"][t] += getattr(p.lb_count, t)
+            lv["balanced"] += getattr(p.lb_balanced, t)
+            lv["failed"] += getattr(p.lb_failed, t)
+            lv["gained"] += getattr(p.lb_gained, t)
+        lv["alb_pushed"] += p.alb_pushed
+
+    def rate(n: float, per: float) -> float:
+        return round(n / per, 4) if per > 0 else 0.0
+
+    return {
+        "boot": run.boot,
+        "guest_s": round(guest_s, 3),
+        "host_s": run.window.host_s,
+        "vcpu_share": run.window.vcpu_share,
+        "task_s": round(task_s, 3),
+        "migrations": len(moves),
+        "fork_placements_off_parent": by_kind["fork"],
+        "per_task_s": {
+            "all": rate(len(moves), task_s),
+            **{k: rate(by_kind[k], task_s) for k in KINDS if by_kind[k]},
+        },
+        "by_kind": {k: by_kind[k] for k in KINDS if by_kind[k]},
+        "by_distance": {str(d): n for d, n in sorted(by_distance.items())},
+        "by_distance_per_task_s": {str(d): rate(n, task_s) for d, n in sorted(by_distance.items())},
+        "passes_per_cpu_s": [
+            {
+                "level": level,
+                "name": lv["name"],
+                "all": rate(sum(lv["passes"].values()), lv["cpus"] * guest_s),
+                **{t: rate(lv["passes"][t], lv["cpus"] * guest_s) for t in IDLE_TYPES},
+                "gained": lv["gained"],
+                "failed": lv["failed"],
+                "alb_pushed": lv["alb_pushed"],
+            }
+            for level, lv in sorted(levels.items())
+        ],
+        "cpu_s": round(cpu_s, 3),
+        "tasks_moved_share": rate(sum(1 for t in run.tasks if per_task.get(t.pid)), len(run.tasks)),
+        "median_gap_ms": round(statistics.median(gaps) / 1e6, 3) if gaps else None,
+        "other_migrations": run.other_migrations,
+        "lost_events": run.lost_events,
+        "unknown_stacks": len(run.unknown_stacks),
+    }
+
+
+def text(run: KernelRun) -> str:
+    """``summarize`` as a few lines."""
+    s = summarize(run)
+    w = run.workload
+    head = (
+        f"{run.machine.name} · {run.kernel.release} · {w.tasks} tasks, start={w.start}, "
+        f"mem={w.mem_mb} MB, numa_balancing={'on' if w.numa_balancing else 'off'} · "
+        f"boot {run.boot}"
+    )
+    share = f", each vCPU had {s['vcpu_share']:.0%} of a host core" if s["vcpu_share"] else ""
+    lines = [
+        head,
+        f"  window {s['guest_s']:.2f} s guest ({s['host_s']} s host{share}), "
+        f"{s['task_s']:.1f} task-s; lost events {s['lost_events']}",
+        f"  migrations {s['migrations']} ({s['per_task_s']['all']:.3f} per task-s); "
+        f"tasks ever moved {s['tasks_moved_share']:.0%}; median gap between a task's moves "
+        + (f"{s['median_gap_ms']:.1f} ms" if s["median_gap_ms"] is not None else "—"),
+        "  by kind: "
+        + (
+            ", ".join(f"{k} {n} ({s['per_task_s'][k]:.3f}/task-s)" for k, n in s["by_kind"].items())
+            or "none"
+        ),
+        "  by distance: "
+        + (
+            ", ".join(
+                f"{d}: {n} ({s['by_distance_per_task_s'][d]:.3f}/task-s)"
+                for d, n in s["by_distance"].items()
+            )
+            or "none"
+        ),
+        "  balancing passes per CPU-s: "
+        + "; ".join(
+            f"L{p['level']} {p['name']} {p['all']:.2f} (idle {p['idle']:.2f}, busy {p['busy']:.2f},"
+            f" newly idle {p['newly_idle']:.2f}; gained {p['gained']})"
+            for p in s["passes_per_cpu_s"]
+        ),
+        f"  other tasks' migrations {s['other_migrations']}; unknown stacks {s['unknown_stacks']}",
+    ]
+    return "\n".join(lines)
+
+
+def spread_text(runs: list[KernelRun]) -> str:
+    """One line over several boots of one run: each rate's mean and its range (min–max)."""
+    rows = [summarize(r) for r in runs]
+
+    def stat(values: list[float], fmt: str = ".3f") -> str:
+        mean = sum(values) / len(values)
+        return f"{mean:{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
+
+    kinds = sorted({k for r in rows for k in r["by_kind"]}, key=KINDS.index)
+    levels = [p["level"] for p in rows[0]["passes_per_cpu_s"]]
+    parts = [
+        f"  over {len(rows)} boots: migrations/task-s "
+        + stat([r["per_task_s"]["all"] for r in rows]),
+        "tasks moved " + stat([r["tasks_moved_share"] for r in rows], ".2f"),
+        *(f"{k} {stat([r['per_task_s'].get(k, 0.0) for r in rows])}" for k in kinds),
+        *(
+            f"L{lv} passes/CPU-s "
+            + stat(
+                [next(p["all"] for p in r["passes_per_cpu_s"] if p["level"] == lv) for r in rows],
+                ".1f",
+            )
+            for lv in levels
+        ),
+    ]
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from numasim._core import InputError
+
+    paths = argv if argv is not None else sys.argv[1:]
+    if not paths:
+        print("usage: python -m numasim.kernel.summary DIR-or-FILE ...", file=sys.stderr)
+        return 2
+    try:
+        for p in paths:
+            runs = load_runs(p) if Path(p).is_dir() else [load_run(p)]
+            for run in runs:
+                print(text(run))
+            if len(runs) > 1:
+                print(spread_text(runs))
+    except InputError as e:
+        print(f"numasim: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
