@@ -22,7 +22,7 @@ from numasim._core import InputError
 from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
 from numasim.errors import Interrupted
-from numasim.kernel.command import kernel_run
+from numasim.kernel.command import kernel_run, validate
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
@@ -791,6 +791,7 @@ def list_builders() -> None:
 
 
 cli.add_command(kernel_run)
+cli.add_command(validate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -144,3 +144,67 @@ def kernel_run(
         for path in written[:-1]:
             click.echo(text(load_run(path)))
     click.echo(f"wrote {', '.join(str(p) for p in written)}")
+
+
+@click.command(name="validate")
+@click.argument("runs", nargs=-1, required=True, metavar="RUNS...")
+@click.option(
+    "--policy",
+    default="linux",
+    show_default=True,
+    help="numasim's policy to hold against the kernel (linux gets the runs' NUMA balancing "
+    "setting unless the option sets it).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(2, 10_000),
+    default=20,
+    show_default=True,
+    help="numasim runs of the twin workload, each with its own start times.",
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--report", "report_file", default=None, help="Also write the HTML page here.")
+@click.option("--json", "as_json", is_flag=True, help="Print every metric's values as JSON.")
+def validate(runs, policy, seeds, jobs, confidence, report_file, as_json) -> None:
+    """Hold numasim against a real kernel: run the twin of RUNS (the boots of one
+    `numasim kernel-run`: its --out directory, or boot files) over many seeds and print, side
+    by side, migrations per task-second by kind and distance, balancing passes per level per
+    CPU-second, the share of tasks moved and the gaps between a task's moves."""
+    import json
+    import os
+
+    from numasim._core import InputError
+    from numasim.kernel import report
+    from numasim.kernel.schema import load_run, load_runs
+    from numasim.kernel.validate import check_same
+    from numasim.kernel.validate import validate as run_validation
+    from numasim.sim import default_domains
+
+    default_domains(policy)  # a bad policy is refused before anything runs
+    named = []
+    for p in runs:
+        if Path(p).is_dir():
+            named += [(f"{p} boot {r.boot}", r) for r in load_runs(p)]
+        elif Path(p).is_file():
+            named.append((p, load_run(p)))
+        else:
+            raise InputError(f"{p}: no such kernel run (a kernel-run --out directory or a file)")
+    check_same(named)
+    loaded = [r for _, r in named]
+    if report_file:
+        from numasim.cli import _check_writable
+
+        _check_writable(report_file, "--report")
+    jobs = jobs or min(seeds, os.cpu_count() or 1)
+    _progress(f"running numasim's twin of {len(loaded)} boots over {seeds} seeds")
+    v = run_validation(loaded, policy, seeds, jobs)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(v, confidence), indent=1))
+    else:
+        click.echo(report.text(v, confidence))
+    if report_file:
+        from numasim.cli import _write
+
+        _write(report_file, report.html_page(v, confidence))
+        click.echo(f"wrote {report_file}")

@@ -9,12 +9,12 @@ moves. ``summarize`` gives the same as a dict (``kernel-run`` stores it in ``run
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from numasim.kernel.compare import NOT_MOVES, gaps_ms, kernel_migrations, median, task_moves
 from numasim.kernel.parse import IDLE_TYPES, KINDS
 from numasim.kernel.schema import KernelRun, load_run, load_runs
 
@@ -25,15 +25,14 @@ def summarize(run: KernelRun) -> dict[str, Any]:
     guest_s = run.window.guest_s
     task_s = sum(t.alive_ns for t in run.tasks) / 1e9
     cpu_s = run.qemu.vcpus * guest_s
-    moves = [m for m in run.migrations if m.kind != "fork"]
-    by_kind = Counter(m.kind for m in run.migrations)
-    by_distance = Counter(m.distance for m in moves)
-    per_task: dict[int, list[int]] = defaultdict(list)
-    for m in moves:
-        per_task[m.pid].append(m.t_ns)
-    gaps = [
-        b - a for ts in per_task.values() for a, b in zip(sorted(ts), sorted(ts)[1:], strict=False)
-    ]
+    migrations = kernel_migrations(run)
+    moves = [m for m in migrations if m.kind not in NOT_MOVES]
+    by_kind = Counter(m.kind for m in migrations)
+    window_ns = run.window.end_ns - run.window.start_ns
+    by_distance = Counter(m.distance for m in run.migrations
+                          if m.kind not in NOT_MOVES and 0 <= m.t_ns <= window_ns)  # fmt: skip
+    per_task = task_moves(migrations)
+    gaps = gaps_ms(per_task)
     levels: dict[int, dict[str, Any]] = {}
     for p in run.passes:
         lv = levels.setdefault(
@@ -88,7 +87,7 @@ def summarize(run: KernelRun) -> dict[str, Any]:
         ],
         "cpu_s": round(cpu_s, 3),
         "tasks_moved_share": rate(sum(1 for t in run.tasks if per_task.get(t.pid)), len(run.tasks)),
-        "median_gap_ms": round(statistics.median(gaps) / 1e6, 3) if gaps else None,
+        "median_gap_ms": round(median(gaps), 3) if gaps else None,
         "other_migrations": run.other_migrations,
         "lost_events": run.lost_events,
         "unknown_stacks": len(run.unknown_stacks),
