@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.deps-installed
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build browser kernel-tools check-rust check-python clean
+.PHONY: demo test build browser kernel-tools kernel-image check-rust check-python clean
 
 $(BIN)/python:
 	@echo "numasim: creating $(VENV) with $(PYTHON)"
@@ -52,7 +52,12 @@ kernel-tools:
 	$(SUDO) apt-get install -y -q qemu-system-x86 busybox-static || \
 	{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q qemu-system-x86 busybox-static; }
 
-check-python: build browser
+# The newest Debian 6.12 kernel image (downloaded once into ~/.cache/numasim/kernels), for the
+# tests that boot it under QEMU.
+kernel-image: build kernel-tools
+	@$(BIN)/python -m numasim.kernel.images 6.12 > /dev/null
+
+check-python: build browser kernel-image
 	$(BIN)/ruff check python tests tools
 	$(BIN)/ruff format --check python tests tools
 	$(BIN)/pytest

@@ -15,6 +15,7 @@ from numasim.kernel.twin import Twin
 from numasim.kernel.validate import Row, check_same, twin_of
 from numasim.machine import Machine
 from numasim.sim import simulate
+from test_kernel import _cached_kernel, needs_qemu
 from test_run_report import _body_status, _dump_dom
 
 DATA = Path(__file__).parent / "data" / "kernel"
@@ -269,3 +270,51 @@ def test_boots_of_different_workloads_are_refused(tmp_path, run):
 def test_validate_refuses_bad_input_in_one_line(run, args, message):
     r = run("validate", *args)
     assert r.code == 2 and r.err.count("\n") == 1 and message in r.err, r.err
+
+
+# --- a real kernel in the loop (where QEMU and a cached kernel are: make test installs them) ---
+
+#: What the small real case holds numasim to: each boot's value within numasim's range over its
+#: seeds, widened by CLOSE (the allowance for what the emulation distorts).
+HELD = ("migrations/all", "tasks moved", "passes/0/busy", "passes/0/idle", "passes/1/busy",
+        "passes/1/idle", "passes/2/busy", "passes/2/idle")  # fmt: skip
+
+
+def outside_numasims_range(v, metrics=HELD) -> list[str]:
+    """The metrics of ``metrics`` where some boot lies outside numasim's range (min–max over its
+    seeds) widened by ``CLOSE``, each with both sides' values."""
+    from numasim.kernel.validate import CLOSE
+
+    rows = {r.metric: r for r in v.rows()}
+    bad = []
+    for m in metrics:
+        r = rows[m]
+        lo, hi = min(r.sim) / CLOSE, max(r.sim) * CLOSE
+        if not all(lo <= k <= hi for k in r.kernel):
+            bad.append(f"{m}: kernel {r.kernel}, numasim {min(r.sim)}–{max(r.sim)}")
+    return bad
+
+
+def test_numasims_range_holds_the_kept_runs_of_the_small_case():
+    from numasim.kernel.validate import validate
+
+    for d in ["ring-4x2-k6.12-t8-released-nboff", "ring-4x2-k6.12-t8-released-nbon"]:
+        v = validate(load_runs(RUNS / d), seeds=8, jobs=1)
+        assert outside_numasims_range(v) == [], d
+
+
+@needs_qemu
+def test_a_real_kernel_in_the_loop(run, tmp_path):
+    """Two boots of the small case, parsed, then held to numasim's range: a regression test of
+    the harness and of the model at once."""
+    from numasim.kernel.validate import validate
+
+    r = run("kernel-run", "--machine", RING, "--kernel", _cached_kernel(), "--tasks", "8",
+            "--start", "released", "--release-ms", "1000", "--numa-balancing", "off",
+            "--window-s", "6", "--boots", "2", "--out", tmp_path)  # fmt: skip
+    assert r.code == 0, r.err
+    runs = load_runs(tmp_path)
+    assert len(runs) == 2 and all(b.lost_events == 0 for b in runs)
+    assert all(t.first_cpu == 0 for b in runs for t in b.tasks)
+    v = validate(runs, seeds=8, jobs=1)
+    assert outside_numasims_range(v) == []

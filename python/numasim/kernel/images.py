@@ -418,3 +418,25 @@ def qemu_version() -> str:
     out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True)
     m = re.search(r"version (\S+)", out.stdout)
     return m[1] if m else "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m numasim.kernel.images [SERIES ...]``: make sure QEMU, a static busybox and
+    the newest kernel of each series (default 6.12) are here; print each kernel's path."""
+    import sys
+
+    def say(message: str) -> None:
+        print(f"numasim: {message}", file=sys.stderr)
+
+    try:
+        ensure_tools(say)
+        for series in (argv if argv is not None else sys.argv[1:]) or ["6.12"]:
+            print(resolve_kernel(series, say).vmlinuz)
+    except InputError as e:
+        print(f"numasim: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
