@@ -56,18 +56,27 @@ def test_pinned_and_fork_twins():
     assert [p["spawn_cpu"] for p in pinned] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
     assert [p["affinity"] for p in pinned][:2] == [[{"at_ns": 0, "cpus": "0"}],
                                                    [{"at_ns": 0, "cpus": "1"}]]  # fmt: skip
-    forked = _processes(Twin(tasks=3, start="fork", window_ns=MS), m)
-    assert all("affinity" not in p and p["spawn_cpu"] == 0 for p in forked)
-    # No span measured: every loop starts at once.
-    assert [p["arrival_ns"] for p in forked] == [0, 0, 0]
+    fork = Twin(tasks=3, start="fork", window_ns=MS, start_span_ns=5 * MS)
+    parent, *loops = _processes(fork, m)
+    assert list(fork.loops) == [1, 2, 3] and [p["pid"] for p in loops] == [1, 2, 3]
+    # The parent shell runs on CPU 0 until just after its last fork, then leaves the CPU.
+    assert parent["affinity"] == [{"at_ns": 0, "cpus": "0"}] and parent["arrival_ns"] == 0
+    assert parent["demand_ns"] == 5 * MS + 1_000
+    assert all("affinity" not in p and p["spawn_cpu"] == 0 for p in loops)
+    assert loops[0]["arrival_ns"] == 1_000 and loops[-1]["arrival_ns"] <= 5 * MS + 1_000
 
 
 def test_memory_loops_get_their_buffer_as_footprint_and_numasims_default_intensity():
     m = Machine.load(str(RING))
-    w = json.loads(Twin(tasks=2, start="fork", window_ns=MS, mem_mb=16).workload(m, 0)
+    w = json.loads(Twin(tasks=2, start="released", window_ns=MS, mem_mb=16).workload(m, 0)
                    ._core.to_json())  # fmt: skip
     assert [a["footprint_mb"] for a in w["apps"]] == [16.0, 16.0]
     assert [p["mem"] for p in w["processes"]] == [0.5, 0.5]
+    # A fork run's parent shell is no memory loop.
+    w = json.loads(Twin(tasks=2, start="fork", window_ns=MS, mem_mb=16).workload(m, 0)
+                   ._core.to_json())  # fmt: skip
+    assert [a["footprint_mb"] for a in w["apps"]] == [1.0, 16.0, 16.0]
+    assert [p["mem"] for p in w["processes"]] == [0.0, 0.5, 0.5]
 
 
 @pytest.mark.parametrize(

@@ -113,8 +113,8 @@ def run_seed(machine_json: str, twin: Twin, policy: str, seed: int) -> dict[str,
     builder = default_domains(spec)
     result = simulate(machine, workload, spec, builder, trace=True)
     arrivals = [p["arrival_ns"] for p in json.loads(workload._core.to_json())["processes"]]
-    alive = [twin.window_ns - a for a in arrivals]
-    tasks = list(range(twin.tasks))
+    tasks = list(twin.loops)
+    alive = [twin.window_ns - arrivals[pid] for pid in tasks]
     cpus = level_cpus(machine, builder)
     return observe_sim(result.raw, machine, twin.window_ns, tasks, alive, cpus).values
 
