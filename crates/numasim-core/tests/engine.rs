@@ -556,3 +556,26 @@ fn a_pipeline_stage_waits_for_the_item_before_it() {
     assert_eq!(r.processes[1].sync_wait_ms, 5.0);
     assert_eq!(r.apps[0].completion_ms, 25.0);
 }
+
+#[test]
+fn a_slice_ends_at_the_first_tick_after_it_runs_out_when_the_policy_says_so() {
+    // One CPU, two 8 ms CPU-bound processes, `linux` with a 3 ms slice (slice-us=3000, one
+    // CPU: factor 1). Its slice is seen at the tick (Policy::slice_tick_ns, the jiffy): at
+    // HZ = 250 each runs until the next 4 ms tick — P0 0–4, P1 4–8, P0 8–12 (done), P1 12–16;
+    // at HZ = 1000 (1 ms ticks) the 3 ms slice ends on a tick — P0 0–3, P1 3–6, P0 6–9,
+    // P1 9–12, P0 12–14 (done), P1 14–16.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 8, 0, 0.0), proc(1, 0, 8, 0, 0.0)],
+    };
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let config = EngineConfig::default();
+    for (policy, want) in [
+        ("linux:slice-us=3000", [12.0, 16.0]),
+        ("linux:slice-us=3000,hz=1000", [14.0, 16.0]),
+    ] {
+        let r = numasim_core::run_policy(&m, &d, &w, policy, &config).unwrap();
+        assert_eq!(tat(&r), want, "{policy}");
+    }
+}

@@ -410,7 +410,12 @@ fn bad_options_are_refused_with_one_line() {
         ),
         (
             "linux:colour=red",
-            "unknown linux option 'colour'; choose slice-us, nr-migrate or numa_balancing",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz or numa_balancing",
+        ),
+        (
+            "linux:hz=200",
+            "linux option 'hz' must be one of 100, 250, 300 or 1000 (CONFIG_HZ's choices), not \
+             '200'",
         ),
         (
             "linux:numa_balancing=yes",
@@ -446,6 +451,81 @@ fn the_slice_is_eevdfs_base_slice_scaled_by_the_cpu_count() {
         Linux::new(&ctx, Options::default()).timeslice_ns(),
         Some(3_000_000)
     );
+}
+
+#[test]
+fn balancing_intervals_are_whole_jiffies_of_4_ms() {
+    // get_sd_balance_interval at HZ = 250 on mehta-m1 (levels of 2, 8, 14, 20, 26 and 32 CPUs,
+    // min_interval = the span weight in ms, busy_factor 16): idle msecs_to_jiffies(ms) (rounded
+    // up: 14 ms → 4 jiffies, 26 ms → 7); busy msecs_to_jiffies(16 × ms) − 1. At HZ = 1000 a
+    // jiffy is 1 ms.
+    let m1 = testutils::preset("mehta-m1");
+    let d = Builder::Linux.build(&m1, &BuildOptions::default());
+    let config = EngineConfig::default();
+    let ctx = numasim_core::interface::PolicyContext {
+        machine: &m1,
+        domains: &d,
+        config: &config,
+    };
+    let p = Linux::new(&ctx, Options::default());
+    assert_eq!(p.jiffy_ns(), 4 * MS);
+    let idle: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, false)).collect();
+    let busy: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, true)).collect();
+    assert_eq!(idle, [1, 2, 4, 5, 7, 8]);
+    assert_eq!(busy, [7, 31, 55, 79, 103, 127]);
+    let o = Options {
+        hz: 1000,
+        ..Options::default()
+    };
+    let p = Linux::new(&ctx, o);
+    assert_eq!(p.jiffy_ns(), MS);
+    let idle: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, false)).collect();
+    let busy: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, true)).collect();
+    assert_eq!(idle, [2, 8, 14, 20, 26, 32]);
+    assert_eq!(busy, [31, 127, 223, 319, 415, 511]);
+}
+
+#[test]
+fn a_tick_balances_only_once_jiffies_reach_rq_next_balance() {
+    // Two nodes of 2 CPUs (MC: 2 ms → 1 jiffy idle, 32 ms → 7 busy; NUMA: 4 ms → 1 idle,
+    // 64 ms → 15 busy). CPU 0 runs a task, the others are idle. CPU 0's first softirq at
+    // jiffy 1 (4 ms) visits both levels, neither due (last_balance 0, busy intervals 7 and
+    // 15), and sets rq->next_balance to the earliest, 0 + 7 = jiffy 7. With NUMA balancing on
+    // the CPU still ticks every jiffy (its timer), but the softirq waits for jiffy 7 (28 ms).
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(
+        p.next_balance(0),
+        0,
+        "sched_init: rq->next_balance = jiffies"
+    );
+    sc.at(4 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    assert!(p.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(p.next_balance(0), 7);
+    assert_eq!(p.next_periodic_ns(&sc.view(), 0), Some(8 * MS), "NUMA tick");
+    let off = Options {
+        numa_balancing: Some(false),
+        ..Options::default()
+    };
+    let mut q = Linux::new(&s.ctx(), off);
+    assert!(q.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    assert!(q.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(q.next_periodic_ns(&sc.view(), 0), Some(28 * MS));
+    // At jiffy 6 (24 ms) no softirq; at jiffy 7 MC runs (busy, nothing to pull: balanced, so
+    // its interval doubles to 4 ms, 15 busy jiffies, due at 22), and the NUMA level, due at
+    // 15, is not: rq->next_balance = min(22, 15) = 15.
+    sc.at(24 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    sc.at(28 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_some());
+    assert!(p.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(p.balance_interval(0, 0, true), 15);
+    assert_eq!(p.next_balance(0), 15);
 }
 
 /// `linux`, checking at every call that each CPU's PELT sums are the sums of its attached
@@ -563,7 +643,8 @@ fn a_run_on_mehta_m1_completes_and_balances() {
 #[test]
 fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_failures() {
     // Two nodes of 4 CPUs at distance 20; node 0 runs four tasks, one per CPU; node 1 is idle.
-    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms): both groups have spare
+    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms = 2 jiffies of 4 ms, HZ =
+    // 250): both groups have spare
     // (no PELT history), prefer_sibling (the MC level below has SD_PREFER_SIBLING) and
     // sibling_imbalance 4 − 0 = 4 > 1 force it; adjust_numa_imbalance(4, 0 + 1, 1) keeps 4
     // (> NUMA_IMBALANCE_MIN), halved: migrate_task 2. The busiest CPU (CPU 0, most tasks, the
@@ -592,13 +673,18 @@ fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_fai
     let (got, rejected) = sc.apply(4, 1, a);
     assert_eq!((got, rejected), (vec![4], 0));
     assert_eq!(sc.runqueue(4), vec![0]);
-    // CPU 4 is busy now: its interval is 8 ms × busy_factor 16 − 1 jiffy = 127 ms; then a busy
-    // puller finds no overloaded group: balanced, nothing moves, no active balance.
+    // The fifth pass (jiffy 10) left rq->next_balance at its idle interval: jiffy 12 (48 ms).
+    // CPU 4 is busy now: its interval is msecs_to_jiffies(8 ms × busy_factor 16) − 1 = 31
+    // jiffies (124 ms), so at jiffy 12 the softirq runs but the level is not due, and
+    // rq->next_balance becomes jiffy 10 + 31 = 41 (164 ms): no balancing at 160 ms; at 164 ms
+    // a busy puller finds no overloaded group: balanced, nothing moves, no active balance.
+    assert_eq!(p.next_balance(4), 12);
     sc.at(48 * MS);
     assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
-    sc.at(166 * MS);
+    assert_eq!(p.next_balance(4), 41);
+    sc.at(160 * MS);
     assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
-    sc.at(167 * MS);
+    sc.at(164 * MS);
     let a = p
         .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
         .expect("due");
@@ -882,7 +968,9 @@ fn the_same_scene_on_one_speed_pulls_nothing() {
 fn a_run_on_amc1_completes_and_moves_misfits_to_fast_cpus() {
     let m = testutils::preset("amc1");
     let d = Builder::Linux.build(&m, &BuildOptions::default());
-    let w = WorkloadSpec::parse("w", "n=64,kind=cpu,exec=300,arrival=same")
+    // Demands of 100–500 ms: the fast CPUs run out of work while slow ones still run tasks
+    // that do not fit them.
+    let w = WorkloadSpec::parse("w", "n=64,kind=cpu,exec=100-500,arrival=same")
         .unwrap()
         .generate("w", 1, m.node_cpu_lists())
         .unwrap();

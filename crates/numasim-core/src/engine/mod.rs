@@ -186,6 +186,8 @@ struct State<'a> {
     /// The slice a running process gets before the next queued one runs: the policy's
     /// (`Policy::timeslice_ns`) or the config's.
     slice_ns: u64,
+    /// The tick at which an expired slice is seen (`Policy::slice_tick_ns`; 0: at once).
+    slice_tick_ns: u64,
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
@@ -398,7 +400,11 @@ impl<'a> State<'a> {
         let p = &self.w.procs[pid];
         let need = (p.burst_left.max(0.0) / rate).ceil() as u64;
         let t_work = start + need;
-        let t_slice = self.w.now + p.slice_left_ns.max(1);
+        let mut t_slice = self.w.now + p.slice_left_ns.max(1);
+        if self.slice_tick_ns > 0 {
+            // The end of a slice is seen at the policy's tick (Policy::slice_tick_ns).
+            t_slice = t_slice.div_ceil(self.slice_tick_ns) * self.slice_tick_ns;
+        }
         let gen = self.w.cpus[cpu].milestone_gen;
         self.push(t_work.min(t_slice), Event::Milestone(cpu, gen));
     }
@@ -862,6 +868,7 @@ impl<'a> State<'a> {
             arrivals: Vec::new(),
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
+            slice_tick_ns: 0,
             pelt: false,
             quiet: Quiet::default(),
             tick_span: (0, config.tick_ns),
@@ -929,6 +936,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
             p.slice_left_ns = p.slice_left_ns.min(slice);
         }
     }
+    s.slice_tick_ns = policy.slice_tick_ns().unwrap_or(0);
     s.pelt = policy.tracks_pelt();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);

@@ -14,7 +14,7 @@
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target, level) ─► Attempt
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
-//!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
+//!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Some(cpu) | None = engine's
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision (a CPU out of range, a process not where the move says, a
@@ -245,6 +245,15 @@ pub trait Policy: Send {
     /// the queue next): the policy's queue discipline; `None` = the config's `timeslice_ns`
     /// (2.6's 100 ms). Read once, when the run starts.
     fn timeslice_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// The period of the tick at which the policy's scheduler sees that a running process's
+    /// slice has run out, when it has no high-resolution timer for it: a process whose slice
+    /// has ended keeps its CPU until the next multiple of this period (the clock starts at a
+    /// tick). `None` (the default): the slice ends exactly when it runs out. Read once, when
+    /// the run starts.
+    fn slice_tick_ns(&self) -> Option<u64> {
         None
     }
 

@@ -3,7 +3,7 @@
 //! periodic and newly-idle passes.
 
 use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
-use super::{Linux, MIGRATION_COST_NS, NEWIDLE_COST_DECAY_PERIOD_NS, NUMA_IMBALANCE_MIN};
+use super::{Linux, MIGRATION_COST_NS, NUMA_IMBALANCE_MIN};
 use crate::cpuset::CpuSet;
 use crate::domains::{sd, Level};
 use crate::interface::{Attempt, MigrationKind, Move, Pid, View};
@@ -317,12 +317,14 @@ pub fn update_sd_pick_busiest(
 }
 
 impl Linux {
-    /// `get_sd_balance_interval`, in ns (kept by `SdState::set_interval`).
-    pub(super) fn interval_ns(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
-        self.sd[cpu][li].interval_ns[usize::from(busy)]
+    /// `get_sd_balance_interval`, in jiffies (kept by `SdState::set_interval`).
+    pub(super) fn interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+        self.sd[cpu][li].interval[usize::from(busy)]
     }
 
-    /// `update_newidle_cost`: a new maximum, or the decay once a second; whether it decayed.
+    /// `update_newidle_cost` at jiffy `now`: a new maximum, or the decay once `HZ` jiffies
+    /// have passed since the last (`time_after(now, last_decay_max_lb_cost + HZ)`); whether
+    /// it decayed.
     pub(super) fn update_newidle_cost(
         &mut self,
         cpu: CpuId,
@@ -330,13 +332,14 @@ impl Linux {
         now: u64,
         cost: u64,
     ) -> bool {
+        let hz = self.hz;
         let st = &mut self.sd[cpu][li];
         if cost > st.max_newidle_lb_cost_ns {
             st.max_newidle_lb_cost_ns = cost;
-            st.last_decay_max_lb_cost_ns = now;
-        } else if now > st.last_decay_max_lb_cost_ns + NEWIDLE_COST_DECAY_PERIOD_NS {
+            st.last_decay_max_lb_cost = now;
+        } else if now > st.last_decay_max_lb_cost + hz {
             st.max_newidle_lb_cost_ns = st.max_newidle_lb_cost_ns * 253 / 256;
-            st.last_decay_max_lb_cost_ns = now;
+            st.last_decay_max_lb_cost = now;
             return true;
         }
         false
@@ -847,7 +850,7 @@ impl Linux {
             self.out_pinned(v, cpu, li, idle, true, true, mt == MigrationType::Misfit);
             return a;
         };
-        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
+        let (hz, max) = (self.hz, self.max_interval);
         let st = &mut self.sd[cpu][li];
         if env.moved == 0 {
             // Misfit failures do not count (v6.10: "don't pollute nr_balance_failed").
@@ -875,7 +878,7 @@ impl Linux {
         }
         // Unbalanced: the interval back to its minimum (also when active balancing starts:
         // need_active_balance still holds then).
-        st.set_interval(p.min_interval_ms.max(1), p, tick_ns, max_ns);
+        st.set_interval(p.min_interval_ms.max(1), p, hz, max);
         a
     }
 
@@ -895,7 +898,7 @@ impl Linux {
         misfit: bool,
     ) {
         let p = &v.domains.cpus[cpu][li].params;
-        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
+        let (hz, max) = (self.hz, self.max_interval);
         let st = &mut self.sd[cpu][li];
         if reset {
             st.nr_balance_failed = 0;
@@ -905,49 +908,109 @@ impl Linux {
         }
         let ms = st.balance_interval_ms;
         if (all_pinned && ms < MAX_PINNED_INTERVAL_MS) || ms < p.max_interval_ms {
-            st.set_interval(ms * 2, p, tick_ns, max_ns);
+            st.set_interval(ms * 2, p, hz, max);
         }
     }
 
-    /// Periodic balancing at one level (rule 1).
+    /// Periodic balancing at one level (rule 1): one turn of `sched_balance_domains`' loop
+    /// over the CPU's domains, lowest first (the engine asks about every level in order at
+    /// each periodic event). The softirq runs only at a tick where `jiffies >=
+    /// rq->next_balance` (`sched_balance_trigger`); the loop's end (the top level, or the
+    /// level where it breaks) sets `rq->next_balance` and the rq-wide newidle cost.
     pub(super) fn periodic(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         let levels = v.domains.cpus[cpu].len();
+        let now = self.jiffies(v.now);
         if self.cpu[cpu].periodic_at != Some(v.now) {
+            let hz = self.hz;
             let c = &mut self.cpu[cpu];
             c.periodic_at = Some(v.now);
+            c.softirq = now >= c.next_balance;
+            c.ended = false;
             c.continue_balancing = true;
             c.busy = !v.idle(cpu);
             c.need_decay = false;
             c.max_cost_ns = 0;
+            c.pass_next = now + 60 * hz;
+            c.update_next = false;
         }
-        let decayed = self.update_newidle_cost(cpu, li, v.now, 0);
+        if !self.cpu[cpu].softirq || self.cpu[cpu].ended {
+            return None;
+        }
+        let a = if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+            self.balance_domain(v, cpu, li, now)
+        } else {
+            None
+        };
+        if li + 1 == levels || self.cpu[cpu].ended {
+            self.end_balance_domains(cpu);
+        }
+        a
+    }
+
+    /// The body of `sched_balance_domains`' loop for level `li` at jiffy `now`.
+    fn balance_domain(&mut self, v: &View<'_>, cpu: CpuId, li: usize, now: u64) -> Option<Attempt> {
+        // "Decay the newidle max times here because this is a regular visit to all the
+        // domains."
+        let decayed = self.update_newidle_cost(cpu, li, now, 0);
         let max_cost = self.sd[cpu][li].max_newidle_lb_cost_ns;
         let c = &mut self.cpu[cpu];
-        c.need_decay |= decayed;
+        c.need_decay = decayed;
         c.max_cost_ns += max_cost;
-        if li + 1 == levels && c.need_decay {
+        if !c.continue_balancing {
+            // "if (need_decay) continue; break;"
+            if !decayed {
+                c.ended = true;
+            }
+            return None;
+        }
+        let busy = c.busy;
+        let mut interval = self.interval(cpu, li, busy);
+        let mut attempt = None;
+        if now >= self.sd[cpu][li].last_balance + interval {
+            let idle = if busy {
+                IdleType::NotIdle
+            } else {
+                IdleType::Idle
+            };
+            let a = self.balance_rq(v, cpu, li, idle);
+            // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
+            let busy = busy || a.moves.iter().any(|m| m.to == cpu);
+            self.cpu[cpu].busy = busy;
+            self.sd[cpu][li].last_balance = now;
+            interval = self.interval(cpu, li, busy);
+            attempt = Some(a);
+        }
+        // out: the earliest time this level is due again.
+        let next = self.sd[cpu][li].last_balance + interval;
+        let c = &mut self.cpu[cpu];
+        if next < c.pass_next {
+            c.pass_next = next;
+            c.update_next = true;
+        }
+        attempt
+    }
+
+    /// After `sched_balance_domains`' loop: the rq-wide newidle cost decays with the last
+    /// level's (kept at `sysctl_sched_migration_cost` at least), and `rq->next_balance` is the
+    /// earliest time a visited level is due again.
+    fn end_balance_domains(&mut self, cpu: CpuId) {
+        let c = &mut self.cpu[cpu];
+        c.ended = true;
+        if c.need_decay {
             c.max_idle_balance_cost_ns = MIGRATION_COST_NS.max(c.max_cost_ns);
         }
-        let level = &v.domains.cpus[cpu][li];
-        if !self.cpu[cpu].continue_balancing || !v.domains.load_balances(level) {
-            return None;
+        if c.update_next {
+            c.next_balance = c.pass_next;
         }
-        let busy = self.cpu[cpu].busy;
-        let interval = self.interval_ns(cpu, li, busy);
-        if v.now < self.sd[cpu][li].last_balance_ns + interval {
-            return None;
-        }
-        let idle = if busy {
-            IdleType::NotIdle
-        } else {
-            IdleType::Idle
-        };
-        let a = self.balance_rq(v, cpu, li, idle);
-        if !a.moves.is_empty() {
-            self.cpu[cpu].busy = true;
-        }
-        self.sd[cpu][li].last_balance_ns = v.now;
-        Some(a)
+    }
+
+    /// `update_next_balance` of `sched_balance_newidle` for level `li` at jiffy `now`: the
+    /// level's next idle balancing, if earlier, becomes `rq->next_balance` ("Move the next
+    /// balance forward").
+    fn newidle_next_balance(&mut self, cpu: CpuId, li: usize) {
+        let next = self.sd[cpu][li].last_balance + self.interval(cpu, li, false);
+        let c = &mut self.cpu[cpu];
+        c.next_balance = c.next_balance.min(next);
     }
 
     /// Newly-idle balancing at one level (rule 6).
@@ -957,16 +1020,25 @@ impl Linux {
             // rd->overloaded: a CPU with two tasks, or (set by update_sg_lb_stats) a misfit.
             let overloaded = !v.overloaded().is_empty()
                 || (self.asym && (0..v.machine.cpus()).any(|c| self.misfit_task_load(v, c) > 0));
+            let now = self.jiffies(v.now);
+            let hz = self.hz;
             let c = &mut self.cpu[cpu];
             c.newidle_at = Some(v.now);
             c.newidle_cost_ns = 0;
             c.idle_stamp_ns = Some(v.now);
             c.last_idle_stamp_ns = v.now;
             c.newidle_stopped = !overloaded || c.avg_idle_ns < lowest_cost;
+            // "next_balance = jiffies + HZ", moved into rq->next_balance at `out` if earlier.
+            c.next_balance = c.next_balance.min(now + hz);
+            if c.newidle_stopped && !self.sd[cpu].is_empty() {
+                // Gated out: only the lowest domain's next balancing counts.
+                self.newidle_next_balance(cpu, 0);
+            }
         }
         if self.cpu[cpu].newidle_stopped {
             return None;
         }
+        self.newidle_next_balance(cpu, li);
         let st = &self.sd[cpu][li];
         if self.cpu[cpu].avg_idle_ns < self.cpu[cpu].newidle_cost_ns + st.max_newidle_lb_cost_ns {
             self.cpu[cpu].newidle_stopped = true;
@@ -978,7 +1050,8 @@ impl Linux {
         }
         let a = self.balance_rq(v, cpu, li, IdleType::NewlyIdle);
         let cost = Self::cost_of(v, &a);
-        self.update_newidle_cost(cpu, li, v.now, cost);
+        let now = self.jiffies(v.now);
+        self.update_newidle_cost(cpu, li, now, cost);
         let c = &mut self.cpu[cpu];
         c.newidle_cost_ns += cost;
         c.max_idle_balance_cost_ns = c.max_idle_balance_cost_ns.max(c.newidle_cost_ns);

@@ -15,11 +15,14 @@
 //! ```
 //!
 //! Rules, each from the 6.13 function named (old names in brackets):
-//! 1. `sched_balance_domains` [`rebalance_domains`]: on each CPU's timer, every level whose
-//!    `get_sd_balance_interval` (balance_interval × busy_factor − 1 jiffy when busy, clamped to
-//!    `[1, max_load_balance_interval]`) has passed since `last_balance` is balanced; going up
-//!    stops when `should_we_balance` says another CPU of the local group balances for it.
-//!    Idle CPUs keep their own timer at the idle interval (the nohz proxy: what
+//! 1. `sched_balance_domains` [`rebalance_domains`]: time in jiffies (`HZ` 250, Debian's
+//!    `CONFIG_HZ`: 4 ms); at a tick where `jiffies >= rq->next_balance`
+//!    (`sched_balance_trigger`), every level whose `get_sd_balance_interval`
+//!    (`msecs_to_jiffies(balance_interval)`, busy `msecs_to_jiffies(balance_interval ×
+//!    busy_factor) − 1`, clamped to `[1, max_load_balance_interval]`) has passed since
+//!    `last_balance` is balanced; going up stops when `should_we_balance` says another CPU of
+//!    the local group balances for it; `rq->next_balance` becomes the earliest next time of the
+//!    levels visited. Idle CPUs keep their own timer at the idle interval (the nohz proxy: what
 //!    `nohz_idle_balance` does for them, done by each one).
 //! 2. `sched_balance_rq` [`load_balance`]: `should_we_balance` (newly idle: the CPU is empty;
 //!    else the first idle CPU of the local group's balance mask, or its first CPU), then
@@ -47,7 +50,8 @@
 //!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
 //!    `SD_BALANCE_NEWIDLE` lowest first while `avg_idle ≥ cost so far + the level's max cost`,
 //!    each cost measured (the engine's charge for the attempt, `update_newidle_cost`: a max
-//!    decaying ×253/256 per second), until one pulls. `avg_idle`: 1/8 EWMA of idle durations
+//!    decaying ×253/256 once `HZ` jiffies have passed), until one pulls; the levels it visits
+//!    move `rq->next_balance` earlier (`update_next_balance`). `avg_idle`: 1/8 EWMA of idle durations
 //!    (from `idle_stamp` at newly idle to the next wake-up there, `ttwu_do_activate`), capped at
 //!    2 × `max_idle_balance_cost`.
 //! 7. Fork placement, `select_task_rq_fair` → `sched_balance_find_dst_cpu` [`find_idlest_cpu`]:
@@ -64,7 +68,8 @@
 //!    LLC (node), else the first idle CPU of the LLC from target + 1, else the target. Under
 //!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
 //! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
-//!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`).
+//!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`), seen to
+//!    have run out at the next tick (`HRTICK` off: `update_curr` at `sched_tick`).
 //! 10. Capacity (docs/policies/linux.md, "CPU capacity"): `capacity_of` from the speeds,
 //!     `SD_ASYM_CPUCAPACITY` levels (`asym_cpu_capacity_classify`, clearing the child's
 //!     `SD_PREFER_SIBLING` in `sd_init`), `update_misfit_status` (`fits_capacity`), group
@@ -139,8 +144,21 @@ pub const MIGRATION_COST_NS: u64 = 500_000;
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
 /// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor.
 pub const BASE_SLICE_NS: u64 = 750_000;
-/// `update_newidle_cost`: `max_newidle_lb_cost` decays once per second (HZ jiffies) by 253/256.
-pub const NEWIDLE_COST_DECAY_PERIOD_NS: u64 = 1_000_000_000;
+/// `CONFIG_HZ`: Debian's kernels are built with `CONFIG_HZ_250` (`kernel/Kconfig.hz`'s default
+/// choice, and Debian's amd64 config), a jiffy of 4 ms.
+pub const HZ: u64 = 250;
+/// The values `kernel/Kconfig.hz` offers for `CONFIG_HZ`.
+pub const HZ_CHOICES: [u64; 4] = [100, 250, 300, 1000];
+
+/// `TICK_NSEC` (`include/vdso/jiffies.h`): a jiffy in ns, `(NSEC_PER_SEC + HZ / 2) / HZ`.
+pub fn tick_nsec(hz: u64) -> u64 {
+    (1_000_000_000 + hz / 2) / hz
+}
+
+/// `msecs_to_jiffies` (`include/linux/jiffies.h`): milliseconds rounded up to whole jiffies.
+pub fn msecs_to_jiffies(ms: u64, hz: u64) -> u64 {
+    (ms * hz).div_ceil(1000)
+}
 
 /// Options of the `linux` policy (`linux:key=value,...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +167,8 @@ pub struct Options {
     pub base_slice_us: u64,
     /// Tasks looked at per pass (`sysctl_sched_nr_migrate`, 32).
     pub nr_migrate: usize,
+    /// `CONFIG_HZ`: the scheduler tick's frequency (250: a jiffy of 4 ms).
+    pub hz: u64,
     /// Automatic NUMA balancing (`kernel.numa_balancing`); `None`: the kernel's default, on
     /// when the machine has more than one node (`check_numabalancing_enable`, mm/mempolicy.c,
     /// with `CONFIG_NUMA_BALANCING_DEFAULT_ENABLED`, as distribution kernels build it).
@@ -160,14 +180,15 @@ impl Default for Options {
         Self {
             base_slice_us: BASE_SLICE_NS / 1000,
             nr_migrate: NR_MIGRATE,
+            hz: HZ,
             numa_balancing: None,
         }
     }
 }
 
 impl Options {
-    /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1) and `numa_balancing=on|off` (the
-    /// sysctl's name).
+    /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1), `hz=N` (100, 250, 300 or 1000:
+    /// `CONFIG_HZ`'s choices) and `numa_balancing=on|off` (the sysctl's name).
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
@@ -188,6 +209,21 @@ impl Options {
             match key {
                 "slice-us" => o.base_slice_us = positive()?,
                 "nr-migrate" => o.nr_migrate = positive()? as usize,
+                "hz" => {
+                    o.hz = value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|x| HZ_CHOICES.contains(x))
+                        .ok_or_else(|| {
+                            InputError::new(
+                                origin,
+                                format!(
+                                    "linux option 'hz' must be one of 100, 250, 300 or 1000 \
+                                     (CONFIG_HZ's choices), not '{value}'"
+                                ),
+                            )
+                        })?;
+                }
                 "numa_balancing" => {
                     let on_off = [("on", true), ("off", false)];
                     o.numa_balancing =
@@ -197,7 +233,7 @@ impl Options {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown linux option '{key}'; choose slice-us, nr-migrate or \
+                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz or \
                              numa_balancing"
                         ),
                     ))
@@ -212,14 +248,16 @@ impl Options {
 /// the domains once.
 #[derive(Debug, Clone)]
 pub(super) struct SdState {
-    last_balance_ns: u64,
+    /// `sd->last_balance`, in jiffies.
+    last_balance: u64,
     balance_interval_ms: u64,
-    /// `get_sd_balance_interval` of `balance_interval_ms`, idle and busy, in ns: computed when
-    /// the interval changes, not at every tick that asks whether the level is due.
-    interval_ns: [u64; 2],
+    /// `get_sd_balance_interval` of `balance_interval_ms`, idle and busy, in jiffies: computed
+    /// when the interval changes, not at every tick that asks whether the level is due.
+    interval: [u64; 2],
     nr_balance_failed: u32,
     max_newidle_lb_cost_ns: u64,
-    last_decay_max_lb_cost_ns: u64,
+    /// `sd->last_decay_max_lb_cost`, in jiffies.
+    last_decay_max_lb_cost: u64,
     /// `SD_NUMA`: the level spans more than the CPU's node.
     numa: bool,
     /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
@@ -235,24 +273,25 @@ pub(super) struct SdState {
 }
 
 impl SdState {
-    /// The level's balancing interval is now `ms` (`sd->balance_interval`).
-    pub(super) fn set_interval(&mut self, ms: u64, p: &LevelParams, tick_ns: u64, max_ns: u64) {
+    /// The level's balancing interval is now `ms` (`sd->balance_interval`); `max` is
+    /// `max_load_balance_interval` (jiffies).
+    pub(super) fn set_interval(&mut self, ms: u64, p: &LevelParams, hz: u64, max: u64) {
         self.balance_interval_ms = ms;
-        // get_sd_balance_interval: busy × busy_factor, msecs_to_jiffies, busy one jiffy less
-        // ("(interval - 1)"), clamped to [1 jiffy, max_load_balance_interval].
-        let ns = |busy: bool| {
+        // get_sd_balance_interval: busy × busy_factor, msecs_to_jiffies (rounded up), busy one
+        // jiffy less ("interval -= 1"), clamped to [1, max_load_balance_interval].
+        let jiffies = |busy: bool| {
             let ms = if busy {
                 ms * u64::from(p.busy_factor)
             } else {
                 ms
             };
-            let mut jiffies = (ms * 1_000_000).div_ceil(tick_ns);
+            let mut j = msecs_to_jiffies(ms, hz);
             if busy {
-                jiffies = jiffies.saturating_sub(1);
+                j = j.saturating_sub(1);
             }
-            (jiffies * tick_ns).clamp(tick_ns, max_ns)
+            j.clamp(1, max)
         };
-        self.interval_ns = [ns(false), ns(true)];
+        self.interval = [jiffies(false), jiffies(true)];
     }
 }
 
@@ -264,23 +303,28 @@ pub(super) struct CpuSt {
     /// The last `idle_stamp` set (what `sched_balance_find_dst_group_cpu` compares).
     last_idle_stamp_ns: u64,
     max_idle_balance_cost_ns: u64,
-    /// The periodic pass in progress: its instant, `continue_balancing`, whether busy, and
-    /// the sum of the levels' newidle costs seen (for the rq-wide decay).
+    /// `rq->next_balance`, in jiffies: when the CPU's tick next raises the balancing softirq
+    /// (`sched_balance_trigger`); set by `sched_balance_domains` and moved earlier by
+    /// `sched_balance_newidle`.
+    next_balance: u64,
+    /// The periodic pass in progress (`sched_balance_domains`): its instant, whether the
+    /// softirq runs at all, whether its loop has ended, `continue_balancing`, whether busy,
+    /// `need_decay` (the last level's), the sum of the levels' newidle costs seen (for the
+    /// rq-wide decay) and the `next_balance` it computes (`update_next_balance`: whether any
+    /// level set it).
     periodic_at: Option<u64>,
+    softirq: bool,
+    ended: bool,
     continue_balancing: bool,
     busy: bool,
     need_decay: bool,
     max_cost_ns: u64,
+    pass_next: u64,
+    update_next: bool,
     /// The newly-idle pass in progress: its instant, cost so far, and whether it stopped.
     newidle_at: Option<u64>,
     newidle_cost_ns: u64,
     newidle_stopped: bool,
-    /// A timer event at which no level was due (a NUMA tick): its levels are skipped, and
-    /// the timer set after it keeps `next_balance_ns`.
-    skip_at: Option<u64>,
-    tick_only: std::cell::Cell<bool>,
-    /// `rq->next_balance` as last set (when the engine last asked for the timer).
-    next_balance_ns: std::cell::Cell<Option<u64>>,
 }
 
 /// The 6.x balancer.
@@ -289,9 +333,11 @@ pub struct Linux {
     cpu: Vec<CpuSt>,
     /// `p->recent_used_cpu`, by pid (grown on demand).
     recent_used_cpu: Vec<Option<CpuId>>,
-    tick_ns: u64,
-    /// `max_load_balance_interval` in ns (HZ × CPUs / 10 jiffies).
-    max_interval_ns: u64,
+    /// `HZ` and `TICK_NSEC` (the jiffy, ns).
+    hz: u64,
+    jiffy_ns: u64,
+    /// `max_load_balance_interval` (`update_max_interval`: HZ × CPUs / 10), in jiffies.
+    max_interval: u64,
     slice_ns: u64,
     nr_migrate: usize,
     wake: Wake,
@@ -319,10 +365,9 @@ impl Linux {
             let first = it.next();
             it.any(|c| Some(c) != first)
         };
-        let tick_ns = ctx.config.tick_ns;
-        let hz = (1_000_000_000 / tick_ns).max(1);
+        let hz = o.hz;
         // max_load_balance_interval = HZ * num_online_cpus() / 10.
-        let max_interval_ns = (hz * m.cpus() as u64 / 10).max(1) * tick_ns;
+        let max_interval = (hz * m.cpus() as u64 / 10).max(1);
         let sd = ctx
             .domains
             .cpus
@@ -346,12 +391,12 @@ impl Linux {
                         let numa = !in_node(l);
                         let asym = asym_span(l);
                         let mut st = SdState {
-                            last_balance_ns: 0,
+                            last_balance: 0,
                             balance_interval_ms: 0,
-                            interval_ns: [0; 2],
+                            interval: [0; 2],
                             nr_balance_failed: 0,
                             max_newidle_lb_cost_ns: 0,
-                            last_decay_max_lb_cost_ns: 0,
+                            last_decay_max_lb_cost: 0,
                             numa,
                             llc: !numa,
                             imb_numa_nr: if numa {
@@ -372,7 +417,7 @@ impl Linux {
                             },
                         };
                         let ms = l.params.min_interval_ms.max(1);
-                        st.set_interval(ms, &l.params, tick_ns, max_interval_ns);
+                        st.set_interval(ms, &l.params, hz, max_interval);
                         st
                     })
                     .collect()
@@ -385,17 +430,20 @@ impl Linux {
                 idle_stamp_ns: None,
                 last_idle_stamp_ns: 0,
                 max_idle_balance_cost_ns: MIGRATION_COST_NS,
+                // sched_init: rq->next_balance = jiffies (the run starts at jiffy 0).
+                next_balance: 0,
                 periodic_at: None,
+                softirq: false,
+                ended: false,
                 continue_balancing: true,
                 busy: false,
                 need_decay: false,
                 max_cost_ns: 0,
+                pass_next: 0,
+                update_next: false,
                 newidle_at: None,
                 newidle_cost_ns: 0,
                 newidle_stopped: false,
-                skip_at: None,
-                tick_only: std::cell::Cell::new(false),
-                next_balance_ns: std::cell::Cell::new(None),
             };
             cpus
         ];
@@ -404,15 +452,16 @@ impl Linux {
             sd,
             cpu,
             recent_used_cpu: Vec::new(),
-            tick_ns,
-            max_interval_ns,
+            hz,
+            jiffy_ns: tick_nsec(hz),
+            max_interval,
             slice_ns: o.base_slice_us * 1000 * factor,
             nr_migrate: o.nr_migrate,
             wake: ctx.config.assumptions.wake,
-            numa: o
-                .numa_balancing
-                .unwrap_or(m.nodes() > 1)
-                .then(|| numa::NumaBalancing::new(ctx, numa::NumaConfig::default())),
+            numa: o.numa_balancing.unwrap_or(m.nodes() > 1).then(|| {
+                numa::NumaBalancing::new(ctx, numa::NumaConfig::default())
+                    .with_tick_ns(tick_nsec(hz))
+            }),
             asym: cap.iter().any(|&c| c != SCHED_CAPACITY_SCALE),
             sd_asym_cpucapacity: {
                 let all: std::collections::BTreeSet<u64> = cap.iter().copied().collect();
@@ -483,15 +532,25 @@ impl Linux {
         self.cpu[cpu].avg_idle_ns
     }
 
-    /// `rq->next_balance`: when the first level of `cpu` is due, at its current busy state.
-    fn next_balance_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
-        let busy = !view.idle(cpu);
-        view.domains.cpus[cpu]
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| view.domains.load_balances(l))
-            .map(|(li, _)| self.sd[cpu][li].last_balance_ns + self.interval_ns(cpu, li, busy))
-            .min()
+    /// `jiffies` at `now_ns` (the run starts at jiffy 0, on a tick).
+    pub(super) fn jiffies(&self, now_ns: u64) -> u64 {
+        now_ns / self.jiffy_ns
+    }
+
+    /// The jiffy (`TICK_NSEC`), ns.
+    pub fn jiffy_ns(&self) -> u64 {
+        self.jiffy_ns
+    }
+
+    /// `get_sd_balance_interval` of `cpu`'s level `li`, idle or busy, in jiffies (for tests
+    /// and traces).
+    pub fn balance_interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+        self.interval(cpu, li, busy)
+    }
+
+    /// `rq->next_balance` of `cpu`, in jiffies (for tests and traces).
+    pub fn next_balance(&self, cpu: CpuId) -> u64 {
+        self.cpu[cpu].next_balance
     }
 
     /// Whether automatic NUMA balancing is on.
@@ -536,6 +595,13 @@ impl Policy for Linux {
         Some(self.slice_ns)
     }
 
+    /// `HRTICK` is off (`kernel/sched/features.h`): `update_curr` notices that a task's
+    /// deadline has passed at the tick (`sched_tick` → `task_tick_fair`), so a task sharing its
+    /// CPU runs until the first tick after its slice.
+    fn slice_tick_ns(&self) -> Option<u64> {
+        Some(self.jiffy_ns)
+    }
+
     fn tracks_pelt(&self) -> bool {
         true
     }
@@ -559,20 +625,21 @@ impl Policy for Linux {
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
-        // `rq->next_balance` is set by balancing and idling, not by a tick that found nothing
-        // due: after such a tick the timer keeps it.
-        let c = &self.cpu[cpu];
-        let balance = if c.tick_only.replace(false) {
-            c.next_balance_ns.get()
-        } else {
-            let t = self.next_balance_ns(view, cpu);
-            c.next_balance_ns.set(t);
-            t
-        };
-        // With NUMA balancing a CPU running a task ticks (`task_tick_numa` in `sched_tick`).
-        let tick = (self.numa.is_some() && view.current(cpu).is_some())
-            .then(|| (view.now / self.tick_ns + 1) * self.tick_ns);
-        balance.into_iter().chain(tick).min()
+        let next_tick = self.jiffies(view.now) + 1;
+        // sched_balance_trigger: the first tick at which jiffies >= rq->next_balance raises
+        // the balancing softirq (none on a CPU without balancing domains: on_null_domain).
+        let balances = view.domains.cpus[cpu]
+            .iter()
+            .any(|l| view.domains.load_balances(l));
+        let balance = balances.then(|| self.cpu[cpu].next_balance.max(next_tick));
+        // With NUMA balancing a CPU running a task ticks every jiffy (`task_tick_numa` in
+        // `sched_tick`).
+        let tick = (self.numa.is_some() && view.current(cpu).is_some()).then_some(next_tick);
+        balance
+            .into_iter()
+            .chain(tick)
+            .min()
+            .map(|j| j * self.jiffy_ns)
     }
 
     fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
@@ -593,22 +660,6 @@ impl Policy for Linux {
         kind: BalanceKind,
     ) -> Option<Attempt> {
         match kind {
-            // With NUMA balancing the timer also fires at ticks: a pass runs only when due
-            // (`sched_balance_trigger`: `jiffies >= rq->next_balance`), as the kernel's tick
-            // raises the balancing softirq only then.
-            BalanceKind::Periodic
-                if self.numa.is_some()
-                    && level == 0
-                    && self.cpu[cpu]
-                        .next_balance_ns
-                        .get()
-                        .is_none_or(|t| view.now < t) =>
-            {
-                self.cpu[cpu].skip_at = Some(view.now);
-                self.cpu[cpu].tick_only.set(true);
-                None
-            }
-            BalanceKind::Periodic if self.cpu[cpu].skip_at == Some(view.now) => None,
             BalanceKind::Periodic => self.periodic(view, cpu, level),
             BalanceKind::NewIdle => self.newidle(view, cpu, level),
         }
