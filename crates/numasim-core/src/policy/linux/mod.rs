@@ -68,7 +68,7 @@
 //!    LLC (node), else the first idle CPU of the LLC from target + 1, else the target. Under
 //!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
 //! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
-//!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`), seen to
+//!    `sysctl_sched_base_slice` 0.70 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`), seen to
 //!    have run out at the next tick (`HRTICK` off: `update_curr` at `sched_tick`).
 //! 10. Capacity (docs/policies/linux.md, "CPU capacity"): `capacity_of` from the speeds,
 //!     `SD_ASYM_CPUCAPACITY` levels (`asym_cpu_capacity_classify`, clearing the child's
@@ -142,8 +142,10 @@ pub const MIGRATION_COST_NS: u64 = 500_000;
 /// `NUMA_IMBALANCE_MIN` (`adjust_numa_imbalance`): an imbalance of this many tasks or fewer is
 /// allowed between nodes while the destination is lightly loaded.
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
-/// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor.
-pub const BASE_SLICE_NS: u64 = 750_000;
+/// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor:
+/// 0.70 ms in Debian's 6.12 from 6.12.32 on ("sched: Reduce the default slice to avoid tasks
+/// getting an extra tick"; 0.75 ms before).
+pub const BASE_SLICE_NS: u64 = 700_000;
 /// `CONFIG_HZ`: Debian's kernels are built with `CONFIG_HZ_250` (`kernel/Kconfig.hz`'s default
 /// choice, and Debian's amd64 config), a jiffy of 4 ms.
 pub const HZ: u64 = 250;
@@ -163,7 +165,7 @@ pub fn msecs_to_jiffies(ms: u64, hz: u64) -> u64 {
 /// Options of the `linux` policy (`linux:key=value,...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// EEVDF base slice before the CPU-count factor, µs (`sysctl_sched_base_slice`, 750).
+    /// EEVDF base slice before the CPU-count factor, µs (`sysctl_sched_base_slice`, 700).
     pub base_slice_us: u64,
     /// Tasks looked at per pass (`sysctl_sched_nr_migrate`, 32).
     pub nr_migrate: usize,
