@@ -579,3 +579,123 @@ fn a_slice_ends_at_the_first_tick_after_it_runs_out_when_the_policy_says_so() {
         assert_eq!(tat(&r), want, "{policy}");
     }
 }
+
+/// Every process starts on CPU 0. CPU 1 asks once for an active balance from CPU 0: at its
+/// periodic balancing at 1 ms, or (`newidle`) when its own short process ends; each ask
+/// examines 3 runqueues (3 µs). The stopper moves CPU 0's queued process (or the running one).
+struct Kicker {
+    latency: Option<u64>,
+    newidle: bool,
+    asked: bool,
+    /// (time, busiest, target) of each `active_balance` call.
+    calls: Vec<(u64, usize, usize)>,
+}
+
+impl policy::Policy for Kicker {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, pid: usize, _: usize) -> Option<usize> {
+        Some(usize::from(self.newidle && pid == 2))
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, cpu: usize) -> Option<u64> {
+        (cpu == 1 && !self.newidle && !self.asked).then_some(1_000_000)
+    }
+    fn balance(
+        &mut self,
+        _: &interface::View<'_>,
+        cpu: usize,
+        _: usize,
+        kind: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        let wanted = if self.newidle {
+            policy::BalanceKind::NewIdle
+        } else {
+            policy::BalanceKind::Periodic
+        };
+        if cpu != 1 || kind != wanted || self.asked {
+            return None;
+        }
+        self.asked = true;
+        Some(policy::Attempt {
+            rqs_examined: 3,
+            active_from: Some(0),
+            ..policy::Attempt::default()
+        })
+    }
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        self.latency
+    }
+    fn active_balance(
+        &mut self,
+        v: &interface::View<'_>,
+        busiest: usize,
+        target: usize,
+    ) -> Option<policy::Attempt> {
+        self.calls.push((v.now, busiest, target));
+        let pid = v.queued(busiest).next().or(v.current(busiest))?;
+        Some(policy::Attempt {
+            moves: vec![policy::Move {
+                pid,
+                from: busiest,
+                to: target,
+                kind: policy::MigrationKind::Active,
+            }],
+            counted_at: Some(0),
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+#[test]
+fn an_active_balance_runs_at_once_or_the_policy_s_latency_after_the_asking_work() {
+    // Two CPU-bound processes on CPU 0 of a 2-CPU node; CPU 1's periodic balancing at 1 ms
+    // (3 µs of work) asks for an active balance. Without a latency the stopper runs at 1 ms;
+    // with 5 µs, at 1 ms + 3 µs + 5 µs — and the queued process P1 moves to CPU 1 then.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 50, 0, 0.0), proc(1, 0, 50, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    for (latency, at) in [(None, 1_000_000), (Some(5_000), 1_008_000)] {
+        let mut p = Kicker {
+            latency,
+            newidle: false,
+            asked: false,
+            calls: Vec::new(),
+        };
+        let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+        assert_eq!(p.calls, vec![(at, 0, 1)], "{latency:?}");
+        assert_eq!(r.summary.balance.active, vec![1]);
+        assert_eq!(r.summary.migrations_by_kind[4], ("active".to_string(), 1));
+    }
+}
+
+#[test]
+fn a_newly_idle_attempt_may_ask_for_an_active_balance_too() {
+    // P0 and P1 on CPU 0, P2 (1 ms) on CPU 1: when P2 ends at 1 ms CPU 1 balances newly idle
+    // (3 µs) and asks for an active balance, which runs 5 µs after that work.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![
+            proc(0, 0, 50, 0, 0.0),
+            proc(1, 0, 50, 0, 0.0),
+            proc(2, 0, 1, 1, 0.0),
+        ],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Kicker {
+        latency: Some(5_000),
+        newidle: true,
+        asked: false,
+        calls: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+    assert_eq!(p.calls, vec![(1_008_000, 0, 1)]);
+    assert_eq!(r.summary.migrations_by_kind[4], ("active".to_string(), 1));
+}

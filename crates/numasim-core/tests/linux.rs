@@ -692,6 +692,73 @@ fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_fai
 }
 
 #[test]
+fn one_stopper_per_busiest_cpu_until_it_has_run() {
+    // The scene above: CPU 4's fifth failing pass at the NUMA level (jiffy 10) kicks CPU 0's
+    // stopper (rq->active_balance set). Before it runs (the engine runs it 5 µs later), CPU 4's
+    // next pass (jiffy 12: the interval back at its minimum) fails again — nr_balance_failed 6
+    // — but kicks nothing: the flag is set. The stopper then pushes CPU 0's task, counts it at
+    // CPU 4's lowest level spanning CPU 0 (level 1) and clears the flag; run again, it finds
+    // the flag clear and does nothing.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
+    let w = testutils::workload(Kind::Cpu, &[100; 4]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    for pid in 0..4 {
+        sc.put(pid, pid, pid, 0);
+    }
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.active_balance_latency_ns(), Some(5_000));
+    for pass in 1..=6u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        assert_eq!(a.active_from, (pass == 5).then_some(0), "pass {pass}");
+    }
+    let a = p
+        .active_balance(&sc.view(), 0, 4)
+        .expect("the kicked stopper");
+    assert_eq!(pulled(&a), vec![0]);
+    assert_eq!(a.counted_at, Some(1));
+    assert!(p.active_balance(&sc.view(), 0, 4).is_none(), "flag cleared");
+    // A stopper that finds no CFS task left (busiest_rq->nr_running <= 1: itself) does nothing
+    // and clears the flag. CPU 4 runs task 0 now, so CPU 5 balances for node 1 (the first idle
+    // CPU of its balance mask): node 0 (3 tasks, 1 idle) against node 1 (1 task, 3 idle),
+    // prefer_sibling with sibling_imbalance 2 → migrate_task (2 − 0 after
+    // adjust_numa_imbalance: local runs 1 + 1 > imb_numa_nr 1) >> 1 = 1 from CPU 1 (the first
+    // of the CPUs with most tasks); nothing detachable, so its fifth pass (jiffies 14, 16, …,
+    // 22) kicks CPU 1's stopper. CPU 1's task leaves before the stopper runs.
+    let (got, _) = sc.apply(4, 1, a);
+    assert_eq!(got, vec![4]);
+    for pass in 7..=11u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 5, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        assert_eq!(a.active_from, (pass == 11).then_some(1), "pass {pass}");
+    }
+    let away = |pid, from, to| Attempt {
+        moves: vec![numasim_core::interface::Move {
+            pid,
+            from,
+            to,
+            kind: numasim_core::interface::MigrationKind::Pull,
+        }],
+        ..Attempt::default()
+    };
+    sc.apply(6, 1, away(1, 1, 6));
+    assert!(
+        p.active_balance(&sc.view(), 1, 5).is_none(),
+        "nothing to move"
+    );
+    // Its task back, a stopper run now would find the flag clear: nothing.
+    sc.apply(1, 1, away(1, 6, 1));
+    assert!(p.active_balance(&sc.view(), 1, 5).is_none(), "flag cleared");
+}
+
+#[test]
 fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
     // Two nodes of 2 CPUs. The waker is the previous CPU (wake=previous): select_idle_sibling
     // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with

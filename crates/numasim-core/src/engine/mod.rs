@@ -103,6 +103,13 @@ enum Event {
     Global,
     /// Change `k` of the process's affinity (`Process::affinity[k]`) takes effect.
     Affinity(Pid, u32),
+    /// An active balance asked for by an attempt of `target` at `level` runs: `busiest`'s
+    /// migration thread (`Policy::active_balance_latency_ns`).
+    Active {
+        busiest: CpuId,
+        target: CpuId,
+        level: usize,
+    },
 }
 
 /// An event in the heap, earliest first: by time, then by the sequence number it was
@@ -188,6 +195,8 @@ struct State<'a> {
     slice_ns: u64,
     /// The tick at which an expired slice is seen (`Policy::slice_tick_ns`; 0: at once).
     slice_tick_ns: u64,
+    /// How long after the asking attempt an active balance runs (`None`: at once).
+    active_latency_ns: Option<u64>,
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
@@ -869,6 +878,7 @@ impl<'a> State<'a> {
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
             slice_tick_ns: 0,
+            active_latency_ns: None,
             pelt: false,
             quiet: Quiet::default(),
             tick_span: (0, config.tick_ns),
@@ -937,6 +947,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
         }
     }
     s.slice_tick_ns = policy.slice_tick_ns().unwrap_or(0);
+    s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
@@ -1001,6 +1012,11 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 global_period.expect("scheduled with a period"),
             ),
             Event::Affinity(pid, k) => affinity_change(&mut s, policy, pid, k as usize),
+            Event::Active {
+                busiest,
+                target,
+                level,
+            } => active_balance(&mut s, policy, busiest, target, level),
         }
     }
     let mut result = metrics::collect(s);
@@ -1308,9 +1324,13 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let Some(attempt) = attempt.as_ref() else {
             continue;
         };
+        let active = attempt.active_from;
         let received = s.apply(Some(cpu), level, 1, attempt);
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
+        if let Some(busiest) = active {
+            ask_active_balance(s, policy, busiest, cpu, level);
+        }
         if moved {
             break;
         }
@@ -1365,13 +1385,51 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), level, 0, attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
-            if let Some(a) = policy.active_balance(&s.view(), busiest, cpu).as_ref() {
-                let received = s.apply(Some(busiest), level, 2, a);
-                wake_receivers(s, policy, &received);
-            }
+            ask_active_balance(s, policy, busiest, cpu, level);
         }
     }
     refresh_balance_timer(s, policy, cpu);
+}
+
+/// An attempt of `target` at `level` asked for an active balance from `busiest`: it runs now,
+/// or the policy's latency after `target`'s charged work for the attempt ends
+/// (`Policy::active_balance_latency_ns`).
+fn ask_active_balance(
+    s: &mut State<'_>,
+    policy: &mut dyn Policy,
+    busiest: CpuId,
+    target: CpuId,
+    level: usize,
+) {
+    match s.active_latency_ns {
+        None => active_balance(s, policy, busiest, target, level),
+        Some(latency) => {
+            let t = s.w.cpus[target].stall_until.max(s.w.now) + latency;
+            s.push(
+                t,
+                Event::Active {
+                    busiest,
+                    target,
+                    level,
+                },
+            );
+        }
+    }
+}
+
+/// `busiest`'s migration thread pushes to `target` (the policy's `active_balance`), counted
+/// at the attempt's `counted_at` or the asking `level`, charged to `busiest`.
+fn active_balance(
+    s: &mut State<'_>,
+    policy: &mut dyn Policy,
+    busiest: CpuId,
+    target: CpuId,
+    level: usize,
+) {
+    if let Some(a) = policy.active_balance(&s.view(), busiest, target).as_ref() {
+        let received = s.apply(Some(busiest), a.counted_at.unwrap_or(level), 2, a);
+        wake_receivers(s, policy, &received);
+    }
 }
 
 /// CPUs that received processes start running them if they were idle; CPUs whose running

@@ -12,7 +12,8 @@
 //!          ── quiet_periodic(view, cpu) at that timer ──────► true + costs (decided nothing)
 //!          ── or tick(view, cpu) at that timer, first ──────► Attempt    (per-task tick work)
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
-//!          ── active_balance(view, busiest, target, level) ─► Attempt
+//!          ── active_balance(view, busiest, target) ─────────► Attempt    (at once, or later:
+//!             active_balance_latency_ns)
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
 //!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Some(cpu) | None = engine's
@@ -98,8 +99,13 @@ pub struct Attempt {
     pub holds: Vec<Pid>,
     /// Processor for held processes (see [`Policy::place_new`]).
     pub places: Vec<(Pid, CpuId)>,
-    /// Ask the engine to run `active_balance(busiest, target=this cpu)` right after.
+    /// Ask the engine to run `active_balance(busiest, target=this cpu)`: right after, or
+    /// [`Policy::active_balance_latency_ns`] after the attempt's work.
     pub active_from: Option<CpuId>,
+    /// The level the engine counts this attempt at (its statistics and trace), when not the
+    /// one it was asked about: e.g. an active balance counted, as the kernel's schedstat
+    /// counts it, at the target's lowest level that spans the busiest CPU.
+    pub counted_at: Option<usize>,
 }
 
 impl Attempt {
@@ -231,13 +237,23 @@ pub trait Policy: Send {
         false
     }
 
-    /// Active balancing: `busiest`'s migration thread pushes to `target`.
+    /// Active balancing: `busiest`'s migration thread pushes to `target` (asked for by an
+    /// attempt's `active_from`, periodic or newly idle).
     fn active_balance(
         &mut self,
         _view: &View<'_>,
         _busiest: CpuId,
         _target: CpuId,
     ) -> Option<Attempt> {
+        None
+    }
+
+    /// How long after the attempt that asked for it an active balance runs (the wake-up of the
+    /// busiest CPU's migration thread): `None` (the default) runs it at once, before the next
+    /// level is balanced; `Some(ns)` runs it `ns` after the asking CPU's charged work for the
+    /// attempt ends, the asking CPU balancing its other levels meanwhile. Read once, when the
+    /// run starts.
+    fn active_balance_latency_ns(&self) -> Option<u64> {
         None
     }
 

@@ -871,7 +871,14 @@ impl Linux {
                     self.out_pinned(v, cpu, li, idle, pinned, false, misfit);
                     return a;
                 }
-                a.active_from = Some(busiest);
+                // "->active_balance synchronizes accesses to ->active_balance_work. Once set,
+                // it's cleared only after active load balance is finished": one stopper per
+                // busiest CPU at a time (stop_one_cpu_nowait); a pass that finds it set kicks
+                // nothing, its failure counted all the same.
+                if !self.active_balance[busiest] {
+                    self.active_balance[busiest] = true;
+                    a.active_from = Some(busiest);
+                }
             }
         } else {
             st.nr_balance_failed = 0;

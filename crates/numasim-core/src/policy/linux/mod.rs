@@ -146,6 +146,14 @@ pub const NUMA_IMBALANCE_MIN: i64 = 2;
 /// 0.70 ms in Debian's 6.12 from 6.12.32 on ("sched: Reduce the default slice to avoid tasks
 /// getting an extra tick"; 0.75 ms before).
 pub const BASE_SLICE_NS: u64 = 700_000;
+/// How long after `sched_balance_rq` kicks it the busiest CPU's stopper runs
+/// `active_load_balance_cpu_stop` (ns): `stop_one_cpu_nowait` queues the work and wakes the
+/// stopper thread on the busiest CPU (`cpu_stop_queue_work` → `wake_up_q` → a remote
+/// `try_to_wake_up`: an IPI), which preempts the running task at once (the stop class,
+/// `CONFIG_PREEMPTION`). Not a kernel constant: an inference from the mechanism — an IPI between
+/// cores takes about 1–2 µs on current x86, the wake-up and switch to the stopper a few µs — of
+/// the same standing as the engine's balancing costs (5 µs a migration).
+pub const STOPPER_LATENCY_NS: u64 = 5_000;
 /// `CONFIG_HZ`: Debian's kernels are built with `CONFIG_HZ_250` (`kernel/Kconfig.hz`'s default
 /// choice, and Debian's amd64 config), a jiffy of 4 ms.
 pub const HZ: u64 = 250;
@@ -355,6 +363,9 @@ pub struct Linux {
     /// `sgc->imbalance` per group (by `Group::id`): pinned tasks kept a balancing of the
     /// level below from reaching balance (set and cleared by `sched_balance_rq`).
     sgc_imbalance: Vec<bool>,
+    /// `rq->active_balance` per CPU: a stopper kicked by `sched_balance_rq` has not run yet
+    /// (`push_cpu` is the engine's `target`).
+    active_balance: Vec<bool>,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -488,6 +499,7 @@ impl Linux {
             },
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
+            active_balance: vec![false; cpus],
         }
     }
 }
@@ -667,35 +679,57 @@ impl Policy for Linux {
         }
     }
 
+    /// The stopper runs [`STOPPER_LATENCY_NS`] after the pass that kicked it.
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        Some(STOPPER_LATENCY_NS)
+    }
+
     fn active_balance(
         &mut self,
         view: &View<'_>,
         busiest: CpuId,
         target: CpuId,
     ) -> Option<Attempt> {
-        // active_load_balance_cpu_stop: the stopper runs on the busiest CPU, so its CFS tasks
-        // all count (`nr_running` includes the stopper) and none is on the CPU any more;
-        // detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail of
-        // cfs_tasks — the least recently run queued task, or the one that was running — that
-        // may run on the target (can_migrate_task's affinity test comes first).
-        let pid = view
-            .queued(busiest)
-            .chain(view.current(busiest))
-            .find(|&p| view.may_run(p, target))?;
+        // active_load_balance_cpu_stop, on the busiest CPU, its flag cleared at the end
+        // whatever happens ("busiest_rq->active_balance = 0" at out_unlock).
+        if !std::mem::take(&mut self.active_balance[busiest]) {
+            return None;
+        }
+        // "Is there any task to move?": busiest_rq->nr_running <= 1 counts the stopper itself,
+        // so nothing happens when no CFS task is left there.
+        if view.nr_running(busiest) == 0 {
+            return None;
+        }
+        // "Search for an sd spanning us and the target CPU": alb_count, alb_pushed and
+        // alb_failed are counted there, and a success resets its nr_balance_failed.
         let li = view.domains.cpus[target]
             .iter()
             .position(|l| l.span.contains(busiest))?;
-        self.sd[target][li].nr_balance_failed = 0;
-        Some(Attempt {
+        // The stopper is on the CPU, so its CFS tasks are all queued (`task_on_cpu` is false
+        // for each); detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail
+        // of cfs_tasks — the least recently run queued task, or the one the stopper preempted
+        // — that may run on the target (can_migrate_task's affinity test comes first). It
+        // rechecks nothing else: not whether the target is still idle, nor the imbalance.
+        let pid = view
+            .queued(busiest)
+            .chain(view.current(busiest))
+            .find(|&p| view.may_run(p, target));
+        let mut a = Attempt {
             locks: 1,
-            tasks_examined: 1,
-            moves: vec![Move {
+            tasks_examined: view.nr_running(busiest) as u32,
+            counted_at: Some(li),
+            ..Attempt::default()
+        };
+        if let Some(pid) = pid {
+            self.sd[target][li].nr_balance_failed = 0;
+            a.tasks_examined = 1 + view.queued(busiest).take_while(|&p| p != pid).count() as u32;
+            a.moves.push(Move {
                 pid,
                 from: busiest,
                 to: target,
                 kind: MigrationKind::Active,
-            }],
-            ..Attempt::default()
-        })
+            });
+        }
+        Some(a)
     }
 }
