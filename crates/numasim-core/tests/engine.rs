@@ -589,6 +589,8 @@ struct Kicker {
     asked: bool,
     /// (time, busiest, target) of each `active_balance` call.
     calls: Vec<(u64, usize, usize)>,
+    /// (time, cpu) of each newly-idle balancing call at level 0.
+    newidle_calls: Vec<(u64, usize)>,
 }
 
 impl policy::Policy for Kicker {
@@ -606,11 +608,14 @@ impl policy::Policy for Kicker {
     }
     fn balance(
         &mut self,
-        _: &interface::View<'_>,
+        v: &interface::View<'_>,
         cpu: usize,
-        _: usize,
+        level: usize,
         kind: policy::BalanceKind,
     ) -> Option<policy::Attempt> {
+        if kind == policy::BalanceKind::NewIdle && level == 0 {
+            self.newidle_calls.push((v.now, cpu));
+        }
         let wanted = if self.newidle {
             policy::BalanceKind::NewIdle
         } else {
@@ -667,6 +672,7 @@ fn an_active_balance_runs_at_once_or_the_policy_s_latency_after_the_asking_work(
             newidle: false,
             asked: false,
             calls: Vec::new(),
+            newidle_calls: Vec::new(),
         };
         let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
         assert_eq!(p.calls, vec![(at, 0, 1)], "{latency:?}");
@@ -694,8 +700,35 @@ fn a_newly_idle_attempt_may_ask_for_an_active_balance_too() {
         newidle: true,
         asked: false,
         calls: Vec::new(),
+        newidle_calls: Vec::new(),
     };
     let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
     assert_eq!(p.calls, vec![(1_008_000, 0, 1)]);
     assert_eq!(r.summary.migrations_by_kind[4], ("active".to_string(), 1));
+}
+
+#[test]
+fn a_cpu_emptied_by_a_move_balances_newly_idle() {
+    // P0 alone on CPU 0. CPU 1's periodic balancing at 1 ms (3 µs) asks for an active balance
+    // that runs 5 µs later and pushes the running P0 to CPU 1: CPU 0, left with nothing, then
+    // balances newly idle at that instant (the kernel's schedule() after the stopper); CPU 1,
+    // which received work, does not.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 50, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Kicker {
+        latency: Some(5_000),
+        newidle: false,
+        asked: false,
+        calls: Vec::new(),
+        newidle_calls: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+    assert_eq!(p.calls, vec![(1_008_000, 0, 1)]);
+    // (and CPU 1 when P0 ends: at 50.1 ms, the 0.1 ms refill after the move).
+    assert_eq!(p.newidle_calls, vec![(1_008_000, 0), (50_100_000, 1)]);
+    assert_eq!(tat(&r), vec![50.1]);
 }

@@ -1315,6 +1315,14 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
+    newidle_balance(s, policy, cpu);
+    s.dispatch(policy, cpu);
+    refresh_balance_timer(s, policy, cpu);
+}
+
+/// Newly-idle balancing of `cpu`, a CPU with nothing to run: the levels the policy balances,
+/// lowest first, until one pulls work or the CPU has some.
+fn newidle_balance(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     let levels = s.w.domains.cpus[cpu].len();
     for level in 0..levels {
         if s.w.cpus[cpu].current.is_some() {
@@ -1335,8 +1343,6 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             break;
         }
     }
-    s.dispatch(policy, cpu);
-    refresh_balance_timer(s, policy, cpu);
 }
 
 /// The machine-wide callback of user-space balancers; rescheduled while work remains.
@@ -1434,8 +1440,9 @@ fn active_balance(
 
 /// CPUs that received processes start running them if they were idle; CPUs whose running
 /// process was moved or held away run their next one, or are offered to the policy's
-/// `cpu_idle` (which may give them work, or move more), or idle with the idle balancing
-/// interval.
+/// `cpu_idle` (which may give them work, or move more), or balance newly idle as a CPU whose
+/// process stopped does (the kernel's `schedule()` on the emptied CPU: 2.6's `idle_balance`,
+/// 6.x's `sched_balance_newidle`), then idle with the idle balancing interval.
 #[inline]
 fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
     if received.is_empty() && s.vacated.is_empty() {
@@ -1459,6 +1466,8 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
             }
         }
         if s.w.cpus[cpu].current.is_none() {
+            newidle_balance(s, policy, cpu);
+            s.dispatch(policy, cpu);
             refresh_balance_timer(s, policy, cpu);
         }
     }
