@@ -716,9 +716,13 @@ fn one_stopper_per_busiest_cpu_until_it_has_run() {
         assert!(a.moves.is_empty(), "pass {pass}");
         assert_eq!(a.active_from, (pass == 5).then_some(0), "pass {pass}");
     }
+    // The passes at level 1 (the top) recomputed rd->overloaded: no CPU has two tasks. The
+    // stopper's enqueue beside CPU 0's one task makes two: the flag is set (add_nr_running).
+    assert!(!p.rd_overloaded(&sc.view()));
     let a = p
         .active_balance(&sc.view(), 0, 4)
         .expect("the kicked stopper");
+    assert!(p.rd_overloaded(&sc.view()));
     assert_eq!(pulled(&a), vec![0]);
     assert_eq!(a.counted_at, Some(1));
     assert!(p.active_balance(&sc.view(), 0, 4).is_none(), "flag cleared");
@@ -756,6 +760,44 @@ fn one_stopper_per_busiest_cpu_until_it_has_run() {
     // Its task back, a stopper run now would find the flag clear: nothing.
     sc.apply(1, 1, away(1, 6, 1));
     assert!(p.active_balance(&sc.view(), 1, 5).is_none(), "flag cleared");
+}
+
+#[test]
+fn rd_overloaded_is_sticky_until_a_pass_at_the_top_level() {
+    // One node of 3 CPUs (one MC level: the root domain). Task 1 joins task 0 on CPU 0 (a
+    // runqueue goes from one task to two: add_nr_running sets rd->overloaded) and is pulled to
+    // CPU 1: no CPU has two tasks now, but the flag stays. So CPU 2's newly-idle balancing
+    // passes the gate and runs its pass (nothing to pull); that pass, at the root, recomputes
+    // the flag from the runqueues: cleared, and CPU 2's next newly-idle balancing is gated.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 3);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    sc.put(0, 0, 0, 0);
+    assert!(!p.rd_overloaded(&sc.view()));
+    sc.put(1, 0, 0, 0);
+    let mv = Attempt {
+        moves: vec![numasim_core::interface::Move {
+            pid: 1,
+            from: 0,
+            to: 1,
+            kind: numasim_core::interface::MigrationKind::Pull,
+        }],
+        ..Attempt::default()
+    };
+    sc.apply(1, 0, mv);
+    assert_eq!(sc.view().overload_events(), 1);
+    assert!(sc.view().none_overloaded());
+    assert!(p.rd_overloaded(&sc.view()));
+    sc.at(10 * MS);
+    let a = p
+        .balance(&sc.view(), 2, 0, BalanceKind::NewIdle)
+        .expect("the gate is open");
+    assert!(a.moves.is_empty());
+    assert!(!p.rd_overloaded(&sc.view()));
+    sc.at(20 * MS);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::NewIdle).is_none());
 }
 
 #[test]

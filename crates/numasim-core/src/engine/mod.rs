@@ -305,6 +305,7 @@ impl<'a> State<'a> {
         if over != self.w.overloaded.contains(cpu) {
             self.w.overloaded.set(cpu, over);
             self.w.overloaded_count = if over {
+                self.w.overload_events += 1;
                 self.w.overloaded_count + 1
             } else {
                 self.w.overloaded_count - 1
@@ -854,6 +855,7 @@ impl<'a> State<'a> {
                 held: std::collections::BTreeSet::new(),
                 overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
                 overloaded_count: 0,
+                overload_events: 0,
                 group_loads: crate::load::GroupLoads::new(
                     domains.group_spans.iter().map(|s| s.len()).collect(),
                     machine.cpus(),

@@ -47,6 +47,8 @@ pub struct World<'a> {
     /// CPUs with two or more runnable tasks, and how many.
     pub(crate) overloaded: CpuSet,
     pub(crate) overloaded_count: usize,
+    /// How many times a runqueue went from fewer than two tasks to two or more.
+    pub(crate) overload_events: u64,
     /// Load sums of the domains' groups, kept within a tick.
     pub(crate) group_loads: GroupLoads,
     /// `now / tick_ns`: the tick whose load averages it reads (kept with `now`).
@@ -170,6 +172,14 @@ impl View<'_> {
     /// Whether no CPU has two runnable tasks (`overloaded` is empty), in constant time.
     pub fn none_overloaded(&self) -> bool {
         self.overloaded_count == 0
+    }
+
+    /// How many times, since the run started, a runqueue went from fewer than two runnable
+    /// tasks to two or more (a CPU joined [`View::overloaded`]): a policy that keeps a flag
+    /// such a change sets — as the kernel's `add_nr_running` sets `rd->overloaded` — compares
+    /// it with the count it last saw.
+    pub fn overload_events(&self) -> u64 {
+        self.overload_events
     }
 
     /// The sums of `group`'s CPUs' loads now at load index `idx` (0 = instantaneous, `i` =

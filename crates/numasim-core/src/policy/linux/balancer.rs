@@ -420,7 +420,7 @@ impl Linux {
     /// `sched_balance_find_src_group`: the busiest group's index, the migration type and the
     /// imbalance, or `None` when balanced. Adds the runqueues it read to `a`.
     pub(super) fn find_src_group(
-        &self,
+        &mut self,
         v: &View<'_>,
         cpu: CpuId,
         li: usize,
@@ -439,8 +439,10 @@ impl Linux {
         });
         // The local group is the first (the kernel's too), so its type is known for the
         // others' update_sd_pick_busiest.
+        let mut misfit = false;
         for (gi, g) in level.groups.iter().enumerate() {
             let s = self.sg_stats(v, g, pct, st.asym && !g.local, excluded);
+            misfit |= s.group_misfit_task_load > 0;
             a.rqs_examined += g.weight as u32;
             total_load += s.group_load;
             total_capacity += s.group_capacity;
@@ -456,6 +458,17 @@ impl Linux {
             ) {
                 busiest = Some((gi, s));
             }
+        }
+        if li + 1 == v.domains.cpus[cpu].len() {
+            // update_sd_lb_stats at the root domain: rd->overloaded is whether some CPU of it
+            // (in env->cpus) has two tasks, or (SD_ASYM_CPUCAPACITY) a misfit outside the local
+            // group.
+            let two = level
+                .span
+                .iter()
+                .any(|c| v.nr_running(c) > 1 && !excluded.contains(&c));
+            self.rd_overloaded = two || misfit;
+            self.rd_overload_events = v.overload_events();
         }
         let (bi, b) = busiest?;
         let env = ImbalanceEnv {
@@ -1024,9 +1037,8 @@ impl Linux {
     pub(super) fn newidle(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         if self.cpu[cpu].newidle_at != Some(v.now) {
             let lowest_cost = self.sd[cpu].first().map_or(0, |s| s.max_newidle_lb_cost_ns);
-            // rd->overloaded: a CPU with two tasks, or (set by update_sg_lb_stats) a misfit.
-            let overloaded = !v.overloaded().is_empty()
-                || (self.asym && (0..v.machine.cpus()).any(|c| self.misfit_task_load(v, c) > 0));
+            // get_rd_overloaded: the sticky root-domain flag.
+            let overloaded = self.rd_overloaded(v);
             let now = self.jiffies(v.now);
             let hz = self.hz;
             let c = &mut self.cpu[cpu];

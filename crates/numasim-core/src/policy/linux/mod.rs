@@ -366,6 +366,12 @@ pub struct Linux {
     /// `rq->active_balance` per CPU: a stopper kicked by `sched_balance_rq` has not run yet
     /// (`push_cpu` is the engine's `target`).
     active_balance: Vec<bool>,
+    /// `rd->overloaded` as the last root-level pass (`update_sd_lb_stats` at a domain with no
+    /// parent) or a stopper's enqueue set it, and the engine's count of runqueues going from
+    /// fewer than two tasks to two or more (`View::overload_events`) at that pass: any
+    /// later one set the flag too (`add_nr_running`).
+    rd_overloaded: bool,
+    rd_overload_events: u64,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -500,6 +506,8 @@ impl Linux {
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
             active_balance: vec![false; cpus],
+            rd_overloaded: false,
+            rd_overload_events: 0,
         }
     }
 }
@@ -539,6 +547,23 @@ impl Linux {
             return 0;
         }
         (p.load_avg.round() as u64).max(1)
+    }
+
+    /// `get_rd_overloaded`: the root domain's sticky "some runqueue has two tasks" flag. Set
+    /// whenever a runqueue goes from fewer than two tasks to two or more (`add_nr_running`,
+    /// every class: the stoppers of active balancing and NUMA moves count), recomputed — set
+    /// or cleared — only by a pass at a CPU's top level (`update_sd_lb_stats`); never cleared
+    /// by a runqueue shrinking.
+    pub fn rd_overloaded(&self, v: &View<'_>) -> bool {
+        self.rd_overloaded || v.overload_events() > self.rd_overload_events
+    }
+
+    /// A stopper is enqueued on `cpu` (`cpu_stop_queue_work` → a wake-up: `add_nr_running`):
+    /// a CPU running one task then has two, which sets `rd->overloaded`.
+    pub(super) fn stopper_enqueued(&mut self, v: &View<'_>, cpu: CpuId) {
+        if v.nr_running(cpu) == 1 {
+            self.rd_overloaded = true;
+        }
     }
 
     /// `rq->avg_idle` of `cpu`, ns (what gates its newly-idle balancing; for tests and traces).
@@ -657,7 +682,13 @@ impl Policy for Linux {
     }
 
     fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
-        self.numa.as_mut()?.task_tick(view, cpu)
+        let a = self.numa.as_mut()?.task_tick(view, cpu)?;
+        // A NUMA move (migrate_task_to → stop_one_cpu on the task's CPU) or swap
+        // (migrate_swap → stop_two_cpus on both) runs the stopper on each source CPU.
+        for m in &a.moves {
+            self.stopper_enqueued(view, m.from);
+        }
+        Some(a)
     }
 
     fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
@@ -696,10 +727,12 @@ impl Policy for Linux {
             return None;
         }
         // "Is there any task to move?": busiest_rq->nr_running <= 1 counts the stopper itself,
-        // so nothing happens when no CFS task is left there.
+        // so nothing happens when no CFS task is left there. Its enqueue beside one task made
+        // two (rd->overloaded).
         if view.nr_running(busiest) == 0 {
             return None;
         }
+        self.stopper_enqueued(view, busiest);
         // "Search for an sd spanning us and the target CPU": alb_count, alb_pushed and
         // alb_failed are counted there, and a success resets its nr_balance_failed.
         let li = view.domains.cpus[target]
