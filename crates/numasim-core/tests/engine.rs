@@ -732,3 +732,79 @@ fn a_cpu_emptied_by_a_move_balances_newly_idle() {
     assert_eq!(p.newidle_calls, vec![(1_008_000, 0), (50_100_000, 1)]);
     assert_eq!(tat(&r), vec![50.1]);
 }
+
+/// CPU 0's periodic event at 1 ms interrupts CPU 1 (arriving 2 µs later), which then balances
+/// CPUs 2 and 3 on their behalf, 10 runqueues (10 µs) each.
+struct OnBehalf {
+    ticked: bool,
+    queue: Vec<usize>,
+    /// (time, cpu) of each periodic `balance` call.
+    balanced: Vec<(u64, usize)>,
+}
+
+impl policy::Policy for OnBehalf {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, _: usize) -> Option<usize> {
+        Some(0)
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, cpu: usize) -> Option<u64> {
+        (cpu == 0 && !self.ticked).then_some(1_000_000)
+    }
+    fn kick(&mut self, v: &interface::View<'_>, cpu: usize) -> Option<(usize, u64)> {
+        self.ticked = true;
+        (cpu == 0).then_some((1, v.now + 2_000))
+    }
+    fn next_kicked(&mut self, _: &interface::View<'_>, cpu: usize) -> Option<usize> {
+        assert_eq!(cpu, 1);
+        self.queue.pop()
+    }
+    fn balance(
+        &mut self,
+        v: &interface::View<'_>,
+        cpu: usize,
+        _: usize,
+        kind: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        if kind != policy::BalanceKind::Periodic || cpu == 0 {
+            return None;
+        }
+        self.balanced.push((v.now, cpu));
+        Some(policy::Attempt {
+            rqs_examined: 10,
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+#[test]
+fn a_kicked_cpu_balances_others_on_their_behalf_one_after_another() {
+    // CPU 2 is balanced at 1.002 ms, CPU 3 once CPU 1's 10 µs of work for it end (1.012 ms);
+    // the attempts count as CPUs 2 and 3's (their level 0, periodic), the stall is CPU 1's.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 4);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 5, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = OnBehalf {
+        ticked: false,
+        queue: vec![3, 2],
+        balanced: Vec::new(),
+    };
+    let config = EngineConfig {
+        record_trace: true,
+        ..EngineConfig::default()
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &config).unwrap();
+    assert_eq!(p.balanced, vec![(1_002_000, 2), (1_012_000, 3)]);
+    let balances: Vec<(u64, usize)> = r.trace_events.balances.iter().map(|b| (b.0, b.1)).collect();
+    assert_eq!(balances, vec![(1_002_000, 2), (1_012_000, 3)]);
+    assert_eq!(r.summary.balance.periodic, vec![2]);
+    assert_eq!(r.summary.balance.idle_per_cpu, vec![0, 0, 1, 1]);
+    assert_eq!(r.summary.balance.cost_ms, 0.02);
+}

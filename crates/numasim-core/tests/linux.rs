@@ -410,7 +410,8 @@ fn bad_options_are_refused_with_one_line() {
         ),
         (
             "linux:colour=red",
-            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz or numa_balancing",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz or \
+             numa_balancing",
         ),
         (
             "linux:hz=200",
@@ -490,8 +491,10 @@ fn a_tick_balances_only_once_jiffies_reach_rq_next_balance() {
     // Two nodes of 2 CPUs (MC: 2 ms → 1 jiffy idle, 32 ms → 7 busy; NUMA: 4 ms → 1 idle,
     // 64 ms → 15 busy). CPU 0 runs a task, the others are idle. CPU 0's first softirq at
     // jiffy 1 (4 ms) visits both levels, neither due (last_balance 0, busy intervals 7 and
-    // 15), and sets rq->next_balance to the earliest, 0 + 7 = jiffy 7. With NUMA balancing on
-    // the CPU still ticks every jiffy (its timer), but the softirq waits for jiffy 7 (28 ms).
+    // 15), and sets rq->next_balance to the earliest, 0 + 7 = jiffy 7. The CPU still ticks
+    // every jiffy (its timer: for the NUMA tick, and to kick the idle load balancer), but the
+    // softirq waits for jiffy 7 (28 ms); booted with nohz=off and without NUMA balancing its
+    // timer is set at jiffy 7 itself.
     let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
     let w = testutils::workload(Kind::Cpu, &[100]);
     let s = Setup::new(m, Builder::Linux, w);
@@ -507,9 +510,14 @@ fn a_tick_balances_only_once_jiffies_reach_rq_next_balance() {
     assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
     assert!(p.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
     assert_eq!(p.next_balance(0), 7);
-    assert_eq!(p.next_periodic_ns(&sc.view(), 0), Some(8 * MS), "NUMA tick");
+    assert_eq!(
+        p.next_periodic_ns(&sc.view(), 0),
+        Some(8 * MS),
+        "the next tick"
+    );
     let off = Options {
         numa_balancing: Some(false),
+        nohz: false,
         ..Options::default()
     };
     let mut q = Linux::new(&s.ctx(), off);
@@ -798,6 +806,112 @@ fn rd_overloaded_is_sticky_until_a_pass_at_the_top_level() {
     assert!(!p.rd_overloaded(&sc.view()));
     sc.at(20 * MS);
     assert!(p.balance(&sc.view(), 2, 0, BalanceKind::NewIdle).is_none());
+}
+
+/// One periodic event of `cpu` as the engine runs it: the tick, the kick, then every level
+/// (attempts applied); the kick it sends.
+fn tick_event(
+    p: &mut Linux,
+    sc: &mut numasim_core::engine::scene::Scene<'_>,
+    cpu: CpuId,
+) -> Option<(CpuId, u64)> {
+    assert!(p.tick(&sc.view(), cpu).is_none());
+    let kick = p.kick(&sc.view(), cpu);
+    let levels = sc.view().domains.cpus[cpu].len();
+    for li in 0..levels {
+        if let Some(a) = p.balance(&sc.view(), cpu, li, BalanceKind::Periodic) {
+            sc.apply(cpu, li, a);
+        }
+    }
+    kick
+}
+
+#[test]
+fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
+    // Two nodes of 2 CPUs (MC 1 jiffy idle; NUMA 4 ms = 1 jiffy idle). Tasks 0 and 1 on
+    // CPU 0, task 1 queued and cache-hot until 4.4 ms (it last ran at 3.9 ms); CPUs 1–3 idle.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.put(1, 0, 0, 3_900_000);
+    let off = Options {
+        numa_balancing: Some(false),
+        ..Options::default()
+    };
+    let mut p = Linux::new(&s.ctx(), off);
+    for cpu in 1..4 {
+        assert_eq!(p.next_periodic_ns(&sc.view(), cpu), Some(4 * MS));
+    }
+    // Jiffy 1 (4 ms): each idle CPU's first tick in the idle loop balances it (its
+    // rq->next_balance, 0, is due: both levels; CPU 1 leaves the hot task) and stops its tick
+    // (nohz_balance_enter_idle), with rq->next_balance = 1 + 1: no timer after it.
+    sc.at(4 * MS);
+    for cpu in 1..4 {
+        assert_eq!(
+            tick_event(&mut p, &mut sc, cpu),
+            None,
+            "an idle tick never kicks"
+        );
+        assert!(p.nohz_tick_stopped(cpu), "CPU {cpu}");
+        assert_eq!(p.next_balance(cpu), 2);
+        assert_eq!(p.next_periodic_ns(&sc.view(), cpu), None);
+    }
+    // CPU 0's tick, busy with two tasks, jiffies 1 >= nohz.next_balance 0: a BALANCE kick
+    // (and NEXT: CPUs entered nohz). nohz.next_balance = 1 + 1; the ILB is the lowest idle CPU
+    // of the mask other than CPU 0: CPU 1, reached by an IPI 2 µs later.
+    assert_eq!(tick_event(&mut p, &mut sc, 0), Some((1, 4 * MS + 2_000)));
+    assert_eq!(p.nohz_next_balance(), 2);
+    assert_eq!(
+        p.next_periodic_ns(&sc.view(), 0),
+        Some(8 * MS),
+        "busy: every tick"
+    );
+    // The ILB run from CPU 2 round to CPU 1 itself: no CPU is due (rq->next_balance 2 > 1),
+    // so none is balanced, and nohz.next_balance becomes their earliest, 2.
+    sc.at(4 * MS + 2_000);
+    assert_eq!(p.next_kicked(&sc.view(), 1), None);
+    assert_eq!(p.nohz_next_balance(), 2);
+    // Jiffy 2: CPU 0 kicks again; CPUs 2, 3 and 1 are due, in that order (ILB + 1, wrapping,
+    // the ILB last), each balanced for itself at CPU_IDLE. CPU 1, last, pulls task 1 (cold
+    // now) at its MC level.
+    sc.at(8 * MS);
+    assert_eq!(tick_event(&mut p, &mut sc, 0), Some((1, 8 * MS + 2_000)));
+    sc.at(8 * MS + 2_000);
+    let mut visited = Vec::new();
+    let mut pulled_by = Vec::new();
+    while let Some(x) = p.next_kicked(&sc.view(), 1) {
+        visited.push(x);
+        for li in 0..2 {
+            if let Some(a) = p.balance(&sc.view(), x, li, BalanceKind::Periodic) {
+                if !a.moves.is_empty() {
+                    pulled_by.push((x, li));
+                }
+                sc.apply(x, li, a);
+            }
+        }
+    }
+    assert_eq!(visited, vec![2, 3, 1]);
+    assert_eq!(pulled_by, vec![(1, 0)]);
+    assert_eq!(sc.runqueue(1), vec![1]);
+    // CPUs 2 and 3 are due again at 2 + 1 (MC's idle interval); CPU 1, busy after its pull,
+    // at 2 + 7 (MC's busy interval): nohz.next_balance is the earliest, 3.
+    assert_eq!(p.next_balance(2), 3);
+    assert_eq!(p.next_balance(1), 9);
+    assert_eq!(p.nohz_next_balance(), 3);
+    // CPU 1's first busy tick takes it out of the mask (nohz_balance_exit_idle). Node 0 then
+    // has two CPUs whose tick runs (nr_busy_cpus 2 > 1): CPU 1 kicks CPU 2, the lowest idle
+    // CPU of the mask.
+    sc.at(12 * MS);
+    assert_eq!(tick_event(&mut p, &mut sc, 1), Some((2, 12 * MS + 2_000)));
+    assert!(!p.nohz_tick_stopped(1));
+    // Booted with nohz=off, no CPU ever stops its tick or kicks.
+    let mut q = Linux::new(&s.ctx(), Options { nohz: false, ..off });
+    sc.at(16 * MS);
+    assert_eq!(tick_event(&mut q, &mut sc, 3), None);
+    assert!(!q.nohz_tick_stopped(3));
+    assert_eq!(tick_event(&mut q, &mut sc, 0), None);
 }
 
 #[test]

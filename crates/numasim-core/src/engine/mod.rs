@@ -7,6 +7,8 @@
 //!   arrivals: pids by arrival time, read in order (first among events at the same instant)
 //!   events: 4-ary heap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
+//!                                               | Active{busiest, target} | Kick(cpu)
+//!                                               | KickNext(cpu) | Global | Affinity(pid, k)
 //!   wheel:  Balance(cpu, gen) timers on a tick of the next 512, a bucket per tick (wheel.rs);
 //!           the next event is the heap's top or the wheel's front, whichever key is smaller
 //!   cpu c:  current ── running, progress accounted up to acct_ns
@@ -110,6 +112,10 @@ enum Event {
         target: CpuId,
         level: usize,
     },
+    /// An interrupt another CPU sent (`Policy::kick`) reaches this CPU.
+    Kick(CpuId),
+    /// This CPU's balancing on other CPUs' behalf goes on (`Policy::next_kicked`).
+    KickNext(CpuId),
 }
 
 /// An event in the heap, earliest first: by time, then by the sequence number it was
@@ -186,6 +192,8 @@ struct State<'a> {
     events_processed: u64,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
+    /// Per CPU: whether it is balancing on other CPUs' behalf (a `KickNext` is pending).
+    kicked: Vec<bool>,
     /// Processes to arrive, by arrival time then pid (read in order by `drive`).
     arrivals: Vec<Pid>,
     /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
@@ -645,6 +653,19 @@ impl<'a> State<'a> {
         slot: usize,
         attempt: &Attempt,
     ) -> Vec<CpuId> {
+        self.apply_for(cpu, cpu, level, slot, attempt)
+    }
+
+    /// [`State::apply`] of an attempt made for `cpu` (counted and traced as its) by `payer`,
+    /// whose CPU does the work and stalls for it: another CPU balancing on its behalf.
+    fn apply_for(
+        &mut self,
+        cpu: Option<CpuId>,
+        payer: Option<CpuId>,
+        level: usize,
+        slot: usize,
+        attempt: &Attempt,
+    ) -> Vec<CpuId> {
         let mut touched = Vec::new();
         if let Some(c) = cpu {
             self.count_idle_attempt(c, slot);
@@ -719,7 +740,7 @@ impl<'a> State<'a> {
                 .memory
                 .migrate(pm.from_node, pm.to_node, pm.share);
         }
-        self.charge(cpu, level, slot, &attempt.costs(), moved);
+        self.charge(cpu, payer, level, slot, &attempt.costs(), moved);
         if !attempt.pages.is_empty() {
             // Page moves change the speed of every running thread of the moved groups.
             for c in 0..self.w.cpus.len() {
@@ -740,12 +761,21 @@ impl<'a> State<'a> {
         }
     }
 
-    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `cpu` (none:
-    /// a machine-wide callback), and counts it for its kind (`slot`) and level. Inlined: it
-    /// runs once per attempt, most of them an idle CPU's quiet ones, whose constant slot and
-    /// `moved` then fold away (docs/PERFORMANCE.md, lever 41).
+    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `payer`
+    /// (none: a machine-wide callback), and counts it for `cpu`, its kind (`slot`) and level
+    /// (`payer` is `cpu` unless another CPU balanced on `cpu`'s behalf). Inlined: it runs once
+    /// per attempt, most of them an idle CPU's quiet ones, whose constant slot and `moved` then
+    /// fold away (docs/PERFORMANCE.md, lever 41).
     #[inline(always)]
-    fn charge(&mut self, cpu: Option<CpuId>, level: usize, slot: usize, c: &Costs, moved: usize) {
+    fn charge(
+        &mut self,
+        cpu: Option<CpuId>,
+        payer: Option<CpuId>,
+        level: usize,
+        slot: usize,
+        c: &Costs,
+        moved: usize,
+    ) {
         let cost = self.w.config.cost_per_rq_ns * u64::from(c.rqs_examined + c.locks)
             + self.w.config.cost_per_task_ns * u64::from(c.tasks_examined)
             + self.w.config.cost_per_evaluation_ns * u64::from(c.evaluations)
@@ -767,7 +797,7 @@ impl<'a> State<'a> {
                 .balances
                 .push((self.w.now, at, level, kind.into(), moved));
         }
-        if let Some(cpu) = cpu {
+        if let Some(cpu) = payer {
             self.w.cpus[cpu].balance_ns += cost;
             if self.w.config.assumptions.slice == SliceCharge::Work {
                 if let Some(pid) = self.w.cpus[cpu].current {
@@ -876,6 +906,7 @@ impl<'a> State<'a> {
             trace_events: TraceEvents::default(),
             events_processed: 0,
             vacated: Vec::new(),
+            kicked: vec![false; machine.cpus()],
             arrivals: Vec::new(),
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
@@ -1019,6 +1050,12 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 target,
                 level,
             } => active_balance(&mut s, policy, busiest, target, level),
+            Event::Kick(cpu) => {
+                if !s.kicked[cpu] {
+                    kick_step(&mut s, policy, cpu);
+                }
+            }
+            Event::KickNext(cpu) => kick_step(&mut s, policy, cpu),
         }
     }
     let mut result = metrics::collect(s);
@@ -1339,7 +1376,7 @@ fn newidle_balance(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
-            ask_active_balance(s, policy, busiest, cpu, level);
+            ask_active_balance(s, policy, busiest, cpu, cpu, level);
         }
         if moved {
             break;
@@ -1363,7 +1400,7 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         for i in 0..s.quiet.attempts.len() {
             let (level, costs) = s.quiet.attempts[i];
             s.count_idle_attempt(cpu, 0);
-            s.charge(Some(cpu), level, 0, &costs, 0);
+            s.charge(Some(cpu), Some(cpu), level, 0, &costs, 0);
         }
         s.quiet.attempts.clear();
         let next = s.quiet.next_ns.take();
@@ -1375,6 +1412,22 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
+    // An interrupt the tick sends another CPU.
+    if let Some((to, t)) = policy.kick(&s.view(), cpu) {
+        if to < s.w.cpus.len() {
+            s.push(t.max(s.w.now), Event::Kick(to));
+        } else {
+            s.stats.rejected += 1;
+        }
+    }
+    balance_levels(s, policy, cpu, cpu);
+    refresh_balance_timer(s, policy, cpu);
+}
+
+/// The periodic balancing of `cpu`, done by `payer` (itself, or another CPU on its behalf):
+/// the levels the policy says may be due, lowest first, each attempt applied before the next,
+/// charged to `payer`.
+fn balance_levels(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId, payer: CpuId) {
     let levels = s.w.domains.cpus[cpu].len();
     let all = if levels >= 64 {
         u64::MAX
@@ -1390,29 +1443,51 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             continue;
         };
         let active = attempt.active_from;
-        let received = s.apply(Some(cpu), level, 0, attempt);
+        let received = s.apply_for(Some(cpu), Some(payer), level, 0, attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
-            ask_active_balance(s, policy, busiest, cpu, level);
+            ask_active_balance(s, policy, busiest, cpu, payer, level);
+        }
+    }
+}
+
+/// `cpu`, interrupted by another CPU's kick (or going on after balancing one CPU), balances
+/// the CPUs the policy names on their behalf (`Policy::next_kicked`), each in turn: its work
+/// is charged to `cpu`, and the next one starts when that work ends. A kick that arrives while
+/// such a run is in progress joins it (the policy sees it through its own state).
+fn kick_step(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    s.kicked[cpu] = false;
+    while let Some(other) = policy.next_kicked(&s.view(), cpu) {
+        if other >= s.w.cpus.len() {
+            s.stats.rejected += 1;
+            break;
+        }
+        balance_levels(s, policy, other, cpu);
+        let end = s.w.cpus[cpu].stall_until;
+        if end > s.w.now {
+            s.kicked[cpu] = true;
+            s.push(end, Event::KickNext(cpu));
+            return;
         }
     }
     refresh_balance_timer(s, policy, cpu);
 }
 
-/// An attempt of `target` at `level` asked for an active balance from `busiest`: it runs now,
-/// or the policy's latency after `target`'s charged work for the attempt ends
-/// (`Policy::active_balance_latency_ns`).
+/// An attempt of `target` at `level`, made by `payer`, asked for an active balance from
+/// `busiest`: it runs now, or the policy's latency after `payer`'s charged work for the
+/// attempt ends (`Policy::active_balance_latency_ns`).
 fn ask_active_balance(
     s: &mut State<'_>,
     policy: &mut dyn Policy,
     busiest: CpuId,
     target: CpuId,
+    payer: CpuId,
     level: usize,
 ) {
     match s.active_latency_ns {
         None => active_balance(s, policy, busiest, target, level),
         Some(latency) => {
-            let t = s.w.cpus[target].stall_until.max(s.w.now) + latency;
+            let t = s.w.cpus[payer].stall_until.max(s.w.now) + latency;
             s.push(
                 t,
                 Event::Active {

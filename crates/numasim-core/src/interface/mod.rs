@@ -11,6 +11,8 @@
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
 //!          ── quiet_periodic(view, cpu) at that timer ──────► true + costs (decided nothing)
 //!          ── or tick(view, cpu) at that timer, first ──────► Attempt    (per-task tick work)
+//!          ── kick(view, cpu) right after ──────────────────► (other cpu, when): an interrupt
+//!          ── next_kicked(view, cpu) when one arrives ──────► cpu to balance for, or None
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target) ─────────► Attempt    (at once, or later:
 //!             active_balance_latency_ns)
@@ -295,6 +297,25 @@ pub trait Policy: Send {
     /// each of the CPU's periodic events ([`Policy::next_periodic_ns`]) before its balancing:
     /// a policy that wants every tick asks for its timer at every tick. None by default.
     fn tick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
+        None
+    }
+
+    /// An interrupt `cpu` sends another CPU at its periodic event (asked right after
+    /// [`Policy::tick`], before its balancing): `(to, at_ns)`. At `at_ns` the engine starts
+    /// `to`'s balancing on other CPUs' behalf ([`Policy::next_kicked`]); nothing else happens
+    /// there (no tick). None by default.
+    fn kick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<(CpuId, u64)> {
+        None
+    }
+
+    /// `cpu` was interrupted by a [`Policy::kick`] (or has finished balancing for one CPU): the
+    /// next CPU whose periodic balancing it does on that CPU's behalf, or `None` when it is
+    /// done. The engine balances the CPU named as at a periodic event of its own
+    /// ([`Policy::due_levels`], then [`Policy::balance`] with `Periodic`, each attempt counted
+    /// as that CPU's and charged to `cpu`), then asks again once `cpu`'s charged work ends. A
+    /// kick that reaches `cpu` while it is at this starts nothing new: the policy knows of it
+    /// (it sent it) and may name more CPUs. None by default.
+    fn next_kicked(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<CpuId> {
         None
     }
 

@@ -944,7 +944,11 @@ impl Linux {
             let hz = self.hz;
             let c = &mut self.cpu[cpu];
             c.periodic_at = Some(v.now);
-            c.softirq = now >= c.next_balance;
+            // The CPU's own tick raises the softirq when due (sched_balance_trigger); the ILB
+            // calls sched_balance_domains for it only when due (_nohz_idle_balance).
+            let ilb = c.visit.take();
+            c.own_tick = ilb.is_none();
+            c.softirq = ilb.is_some() || now >= c.next_balance;
             c.ended = false;
             c.continue_balancing = true;
             c.busy = !v.idle(cpu);
@@ -953,16 +957,19 @@ impl Linux {
             c.pass_next = now + 60 * hz;
             c.update_next = false;
         }
-        if !self.cpu[cpu].softirq || self.cpu[cpu].ended {
-            return None;
+        let mut a = None;
+        if self.cpu[cpu].softirq && !self.cpu[cpu].ended {
+            if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+                a = self.balance_domain(v, cpu, li, now);
+            }
+            if li + 1 == levels || self.cpu[cpu].ended {
+                self.end_balance_domains(cpu);
+            }
         }
-        let a = if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
-            self.balance_domain(v, cpu, li, now)
-        } else {
-            None
-        };
-        if li + 1 == levels || self.cpu[cpu].ended {
-            self.end_balance_domains(cpu);
+        if li + 1 == levels && self.cpu[cpu].own_tick {
+            // The tick is over: an idle CPU may stop it now.
+            let busy = !v.idle(cpu) || a.iter().flat_map(|a| &a.moves).any(|m| m.to == cpu);
+            self.end_of_tick(cpu, busy);
         }
         a
     }
@@ -1041,6 +1048,8 @@ impl Linux {
             let overloaded = self.rd_overloaded(v);
             let now = self.jiffies(v.now);
             let hz = self.hz;
+            // Going idle: its tick runs on until the first tick in the idle loop.
+            self.nohz.idle_ticked[cpu] = false;
             let c = &mut self.cpu[cpu];
             c.newidle_at = Some(v.now);
             c.newidle_cost_ns = 0;

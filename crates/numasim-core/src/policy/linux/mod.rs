@@ -22,8 +22,10 @@
 //!    busy_factor) − 1`, clamped to `[1, max_load_balance_interval]`) has passed since
 //!    `last_balance` is balanced; going up stops when `should_we_balance` says another CPU of
 //!    the local group balances for it; `rq->next_balance` becomes the earliest next time of the
-//!    levels visited. Idle CPUs keep their own timer at the idle interval (the nohz proxy: what
-//!    `nohz_idle_balance` does for them, done by each one).
+//!    levels visited. nohz (`nohz.rs`): an idle CPU stops its tick after its first tick in the
+//!    idle loop; busy CPUs' ticks kick the idle load balancer (`nohz_balancer_kick`,
+//!    `kick_ilb`), which balances every due tickless idle CPU on its behalf
+//!    (`_nohz_idle_balance`); `linux:nohz=off` keeps every CPU's tick.
 //! 2. `sched_balance_rq` [`load_balance`]: `should_we_balance` (newly idle: the CPU is empty;
 //!    else the first idle CPU of the local group's balance mask, or its first CPU), then
 //!    `sched_balance_find_src_group` [`find_busiest_group`]: per group `update_sg_lb_stats`
@@ -81,15 +83,19 @@
 //!     wake-ups by `asym_fits_cpu` and `select_idle_capacity`. On a machine of one speed all
 //!     of it is inert.
 //!
-//! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
+//! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `nohz.rs`
+//! (rule 1's idle load balancer), `placement.rs`
 //! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
 //! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
 //! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
 //! in docs/policies/linux.md.
 
 mod balancer;
+mod nohz;
 pub mod numa;
 mod placement;
+
+pub use nohz::IPI_LATENCY_NS;
 
 pub use balancer::{
     adjust_numa_imbalance, calculate_imbalance, group_classify, group_has_capacity,
@@ -179,6 +185,10 @@ pub struct Options {
     pub nr_migrate: usize,
     /// `CONFIG_HZ`: the scheduler tick's frequency (250: a jiffy of 4 ms).
     pub hz: u64,
+    /// Idle CPUs stop their tick and are balanced by the idle load balancer
+    /// (`CONFIG_NO_HZ_COMMON`); `false` is the kernel booted with `nohz=off`: every idle CPU
+    /// keeps its tick and balances itself.
+    pub nohz: bool,
     /// Automatic NUMA balancing (`kernel.numa_balancing`); `None`: the kernel's default, on
     /// when the machine has more than one node (`check_numabalancing_enable`, mm/mempolicy.c,
     /// with `CONFIG_NUMA_BALANCING_DEFAULT_ENABLED`, as distribution kernels build it).
@@ -191,6 +201,7 @@ impl Default for Options {
             base_slice_us: BASE_SLICE_NS / 1000,
             nr_migrate: NR_MIGRATE,
             hz: HZ,
+            nohz: true,
             numa_balancing: None,
         }
     }
@@ -198,7 +209,8 @@ impl Default for Options {
 
 impl Options {
     /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1), `hz=N` (100, 250, 300 or 1000:
-    /// `CONFIG_HZ`'s choices) and `numa_balancing=on|off` (the sysctl's name).
+    /// `CONFIG_HZ`'s choices), `nohz=on|off` (the boot parameter's name) and
+    /// `numa_balancing=on|off` (the sysctl's name).
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
@@ -239,12 +251,16 @@ impl Options {
                     o.numa_balancing =
                         Some(super::option_choice(origin, "linux", key, value, &on_off)?);
                 }
+                "nohz" => {
+                    let on_off = [("on", true), ("off", false)];
+                    o.nohz = super::option_choice(origin, "linux", key, value, &on_off)?;
+                }
                 _ => {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz or \
-                             numa_balancing"
+                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz, nohz \
+                             or numa_balancing"
                         ),
                     ))
                 }
@@ -335,6 +351,10 @@ pub(super) struct CpuSt {
     newidle_at: Option<u64>,
     newidle_cost_ns: u64,
     newidle_stopped: bool,
+    /// The idle load balancer that is about to balance this CPU on its behalf
+    /// (`_nohz_idle_balance`), and whether the pass in progress is the CPU's own tick's.
+    visit: Option<CpuId>,
+    own_tick: bool,
 }
 
 /// The 6.x balancer.
@@ -366,6 +386,8 @@ pub struct Linux {
     /// `rq->active_balance` per CPU: a stopper kicked by `sched_balance_rq` has not run yet
     /// (`push_cpu` is the engine's `target`).
     active_balance: Vec<bool>,
+    /// nohz idle balancing (`nohz.rs`).
+    nohz: nohz::Nohz,
     /// `rd->overloaded` as the last root-level pass (`update_sd_lb_stats` at a domain with no
     /// parent) or a stopper's enqueue set it, and the engine's count of runqueues going from
     /// fewer than two tasks to two or more (`View::overload_events`) at that pass: any
@@ -463,6 +485,8 @@ impl Linux {
                 newidle_at: None,
                 newidle_cost_ns: 0,
                 newidle_stopped: false,
+                visit: None,
+                own_tick: false,
             };
             cpus
         ];
@@ -506,6 +530,24 @@ impl Linux {
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
             active_balance: vec![false; cpus],
+            nohz: nohz::Nohz::new(
+                cpus,
+                o.nohz,
+                // sd_llc: the highest level sharing the LLC (one per node here).
+                ctx.domains
+                    .cpus
+                    .iter()
+                    .enumerate()
+                    .map(|(c, levels)| {
+                        let node = m.cpu_node(c);
+                        levels
+                            .iter()
+                            .rev()
+                            .find(|l| l.span.iter().all(|x| m.cpu_node(x) == node))
+                            .map(|l| l.span.clone())
+                    })
+                    .collect(),
+            ),
             rd_overloaded: false,
             rd_overload_events: 0,
         }
@@ -587,6 +629,16 @@ impl Linux {
         self.interval(cpu, li, busy)
     }
 
+    /// Whether `cpu` has stopped its tick and is in `nohz.idle_cpus_mask` (for tests).
+    pub fn nohz_tick_stopped(&self, cpu: CpuId) -> bool {
+        self.nohz.tick_stopped[cpu]
+    }
+
+    /// `nohz.next_balance`, in jiffies (for tests).
+    pub fn nohz_next_balance(&self) -> u64 {
+        self.nohz.next_balance
+    }
+
     /// `rq->next_balance` of `cpu`, in jiffies (for tests and traces).
     pub fn next_balance(&self, cpu: CpuId) -> u64 {
         self.cpu[cpu].next_balance
@@ -665,20 +717,35 @@ impl Policy for Linux {
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
         let next_tick = self.jiffies(view.now) + 1;
-        // sched_balance_trigger: the first tick at which jiffies >= rq->next_balance raises
-        // the balancing softirq (none on a CPU without balancing domains: on_null_domain).
         let balances = view.domains.cpus[cpu]
             .iter()
             .any(|l| view.domains.load_balances(l));
+        let busy = !view.idle(cpu);
+        if self.nohz.enabled && balances {
+            // A CPU running a task ticks every jiffy (its tick may kick the ILB); an idle one
+            // until its first tick in the idle loop, then not at all (the ILB balances it).
+            return (busy || !self.nohz.idle_ticked[cpu]).then_some(next_tick * self.jiffy_ns);
+        }
+        // Every CPU ticks (nohz=off): the first tick at which jiffies >= rq->next_balance
+        // raises the balancing softirq (sched_balance_trigger; none on a CPU without balancing
+        // domains: on_null_domain).
         let balance = balances.then(|| self.cpu[cpu].next_balance.max(next_tick));
         // With NUMA balancing a CPU running a task ticks every jiffy (`task_tick_numa` in
         // `sched_tick`).
-        let tick = (self.numa.is_some() && view.current(cpu).is_some()).then_some(next_tick);
+        let tick = (self.numa.is_some() && busy).then_some(next_tick);
         balance
             .into_iter()
             .chain(tick)
             .min()
             .map(|j| j * self.jiffy_ns)
+    }
+
+    fn kick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<(CpuId, u64)> {
+        self.nohz_kick(view, cpu)
+    }
+
+    fn next_kicked(&mut self, view: &View<'_>, cpu: CpuId) -> Option<CpuId> {
+        self.nohz_next(view, cpu)
     }
 
     fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
