@@ -734,9 +734,10 @@ fn a_cpu_emptied_by_a_move_balances_newly_idle() {
 }
 
 /// CPU 0's periodic event at 1 ms interrupts CPU 1 (arriving 2 µs later), which then balances
-/// CPUs 2 and 3 on their behalf, 10 runqueues (10 µs) each.
+/// CPUs 2 and 3 on their behalf, 10 runqueues (10 µs) each. With `busy_ilb`, CPU 1 balances
+/// itself at 1 ms too (5 runqueues: 5 µs of work).
 struct OnBehalf {
-    ticked: bool,
+    busy_ilb: bool,
     queue: Vec<usize>,
     /// (time, cpu) of each periodic `balance` call.
     balanced: Vec<(u64, usize)>,
@@ -752,11 +753,11 @@ impl policy::Policy for OnBehalf {
     fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
         Some(prev)
     }
-    fn next_periodic_ns(&self, _: &interface::View<'_>, cpu: usize) -> Option<u64> {
-        (cpu == 0 && !self.ticked).then_some(1_000_000)
+    fn next_periodic_ns(&self, v: &interface::View<'_>, cpu: usize) -> Option<u64> {
+        let own = cpu == 0 || (cpu == 1 && self.busy_ilb);
+        (own && v.now < 1_000_000).then_some(1_000_000)
     }
     fn kick(&mut self, v: &interface::View<'_>, cpu: usize) -> Option<(usize, u64)> {
-        self.ticked = true;
         (cpu == 0).then_some((1, v.now + 2_000))
     }
     fn next_kicked(&mut self, _: &interface::View<'_>, cpu: usize) -> Option<usize> {
@@ -775,7 +776,7 @@ impl policy::Policy for OnBehalf {
         }
         self.balanced.push((v.now, cpu));
         Some(policy::Attempt {
-            rqs_examined: 10,
+            rqs_examined: if cpu == 1 { 5 } else { 10 },
             ..policy::Attempt::default()
         })
     }
@@ -792,7 +793,7 @@ fn a_kicked_cpu_balances_others_on_their_behalf_one_after_another() {
     };
     let d = Builder::Flat.build(&m, &BuildOptions::default());
     let mut p = OnBehalf {
-        ticked: false,
+        busy_ilb: false,
         queue: vec![3, 2],
         balanced: Vec::new(),
     };
@@ -802,6 +803,18 @@ fn a_kicked_cpu_balances_others_on_their_behalf_one_after_another() {
     };
     let r = engine::run(&m, &d, &w, &mut p, &config).unwrap();
     assert_eq!(p.balanced, vec![(1_002_000, 2), (1_012_000, 3)]);
+    // CPU 1 busy with its own balancing until 1.005 ms when the interrupt arrives: it takes
+    // the work up then.
+    let mut q = OnBehalf {
+        busy_ilb: true,
+        queue: vec![3, 2],
+        balanced: Vec::new(),
+    };
+    engine::run(&m, &d, &w, &mut q, &config).unwrap();
+    assert_eq!(
+        q.balanced,
+        vec![(1_000_000, 1), (1_005_000, 2), (1_015_000, 3)]
+    );
     let balances: Vec<(u64, usize)> = r.trace_events.balances.iter().map(|b| (b.0, b.1)).collect();
     assert_eq!(balances, vec![(1_002_000, 2), (1_012_000, 3)]);
     assert_eq!(r.summary.balance.periodic, vec![2]);

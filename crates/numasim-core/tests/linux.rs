@@ -845,8 +845,11 @@ fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
         assert_eq!(p.next_periodic_ns(&sc.view(), cpu), Some(4 * MS));
     }
     // Jiffy 1 (4 ms): each idle CPU's first tick in the idle loop balances it (its
-    // rq->next_balance, 0, is due: both levels; CPU 1 leaves the hot task) and stops its tick
-    // (nohz_balance_enter_idle), with rq->next_balance = 1 + 1: no timer after it.
+    // rq->next_balance, 0, is due; CPU 1 leaves the hot task) and stops its tick
+    // (nohz_balance_enter_idle): no timer after it. CPU 1's NUMA pass holds
+    // sched_balance_running for its work; CPUs 2 and 3, ticking at the same instant, reach
+    // their NUMA level within it and skip it, so their rq->next_balance stays due (jiffy 1);
+    // CPU 1's is 1 + 1.
     sc.at(4 * MS);
     for cpu in 1..4 {
         assert_eq!(
@@ -855,7 +858,7 @@ fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
             "an idle tick never kicks"
         );
         assert!(p.nohz_tick_stopped(cpu), "CPU {cpu}");
-        assert_eq!(p.next_balance(cpu), 2);
+        assert_eq!(p.next_balance(cpu), if cpu == 1 { 2 } else { 1 });
         assert_eq!(p.next_periodic_ns(&sc.view(), cpu), None);
     }
     // CPU 0's tick, busy with two tasks, jiffies 1 >= nohz.next_balance 0: a BALANCE kick
@@ -868,32 +871,34 @@ fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
         Some(8 * MS),
         "busy: every tick"
     );
-    // The ILB run from CPU 2 round to CPU 1 itself: no CPU is due (rq->next_balance 2 > 1),
-    // so none is balanced, and nohz.next_balance becomes their earliest, 2.
+    // The ILB run, from CPU 2 round to CPU 1 itself: CPUs 2 and 3 are due and balanced for
+    // themselves at CPU_IDLE (their NUMA level: the ILB, CPU 1, holds sched_balance_running
+    // itself), CPU 1 is not due; nohz.next_balance becomes their earliest rq->next_balance, 2.
     sc.at(4 * MS + 2_000);
-    assert_eq!(p.next_kicked(&sc.view(), 1), None);
+    let run = |p: &mut Linux, sc: &mut numasim_core::engine::scene::Scene<'_>| {
+        let (mut visited, mut pulled_by) = (Vec::new(), Vec::new());
+        while let Some(x) = p.next_kicked(&sc.view(), 1) {
+            visited.push(x);
+            for li in 0..2 {
+                if let Some(a) = p.balance(&sc.view(), x, li, BalanceKind::Periodic) {
+                    if !a.moves.is_empty() {
+                        pulled_by.push((x, li));
+                    }
+                    sc.apply(x, li, a);
+                }
+            }
+        }
+        (visited, pulled_by)
+    };
+    assert_eq!(run(&mut p, &mut sc), (vec![2, 3], vec![]));
+    assert_eq!((p.next_balance(2), p.next_balance(3)), (2, 2));
     assert_eq!(p.nohz_next_balance(), 2);
     // Jiffy 2: CPU 0 kicks again; CPUs 2, 3 and 1 are due, in that order (ILB + 1, wrapping,
-    // the ILB last), each balanced for itself at CPU_IDLE. CPU 1, last, pulls task 1 (cold
-    // now) at its MC level.
+    // the ILB last). CPU 1, last, pulls task 1 (cold now) at its MC level.
     sc.at(8 * MS);
     assert_eq!(tick_event(&mut p, &mut sc, 0), Some((1, 8 * MS + 2_000)));
     sc.at(8 * MS + 2_000);
-    let mut visited = Vec::new();
-    let mut pulled_by = Vec::new();
-    while let Some(x) = p.next_kicked(&sc.view(), 1) {
-        visited.push(x);
-        for li in 0..2 {
-            if let Some(a) = p.balance(&sc.view(), x, li, BalanceKind::Periodic) {
-                if !a.moves.is_empty() {
-                    pulled_by.push((x, li));
-                }
-                sc.apply(x, li, a);
-            }
-        }
-    }
-    assert_eq!(visited, vec![2, 3, 1]);
-    assert_eq!(pulled_by, vec![(1, 0)]);
+    assert_eq!(run(&mut p, &mut sc), (vec![2, 3, 1], vec![(1, 0)]));
     assert_eq!(sc.runqueue(1), vec![1]);
     // CPUs 2 and 3 are due again at 2 + 1 (MC's idle interval); CPU 1, busy after its pull,
     // at 2 + 7 (MC's busy interval): nohz.next_balance is the earliest, 3.
@@ -912,6 +917,48 @@ fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
     assert_eq!(tick_event(&mut q, &mut sc, 3), None);
     assert!(!q.nohz_tick_stopped(3));
     assert_eq!(tick_event(&mut q, &mut sc, 0), None);
+}
+
+#[test]
+fn one_numa_level_pass_at_a_time_machine_wide() {
+    // Two nodes of 2 CPUs; CPUs 1 and 3 run a task each, CPUs 0 and 2 idle, booted with
+    // nohz=off (both balance themselves at their ticks). At jiffy 1 (4 ms) both are due at MC
+    // and at the NUMA level. CPU 0's MC pass examines 2 runqueues (2 µs), so its NUMA pass
+    // starts at 4.002 ms and holds sched_balance_running for its charged work: 4 runqueues,
+    // 4 µs, until 4.006 ms. CPU 2, at the same instant, reaches its NUMA level at 4.002 ms as
+    // well: held, skipped — no pass, last_balance kept, so its rq->next_balance (1) stays
+    // due and its next tick (jiffy 2) balances it.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 1, 1, 0);
+    sc.put(1, 3, 3, 0);
+    let o = Options {
+        numa_balancing: Some(false),
+        nohz: false,
+        ..Options::default()
+    };
+    let mut p = Linux::new(&s.ctx(), o);
+    sc.at(4 * MS);
+    let mc0 = p
+        .balance(&sc.view(), 0, 0, BalanceKind::Periodic)
+        .expect("MC due");
+    assert_eq!(mc0.rqs_examined, 2);
+    let numa0 = p
+        .balance(&sc.view(), 0, 1, BalanceKind::Periodic)
+        .expect("NUMA due");
+    assert_eq!(numa0.rqs_examined, 4);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::Periodic).is_some());
+    assert!(
+        p.balance(&sc.view(), 2, 1, BalanceKind::Periodic).is_none(),
+        "held by CPU 0"
+    );
+    assert_eq!(p.next_balance(2), 1);
+    assert_eq!(p.next_balance(0), 2);
+    sc.at(8 * MS);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::Periodic).is_some());
+    assert!(p.balance(&sc.view(), 2, 1, BalanceKind::Periodic).is_some());
 }
 
 #[test]

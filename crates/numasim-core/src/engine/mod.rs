@@ -1051,7 +1051,13 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 level,
             } => active_balance(&mut s, policy, busiest, target, level),
             Event::Kick(cpu) => {
-                if !s.kicked[cpu] {
+                // A CPU busy with charged work takes the interrupt's work up after it.
+                let end = s.w.cpus[cpu].stall_until;
+                if s.kicked[cpu] {
+                } else if end > s.w.now {
+                    s.kicked[cpu] = true;
+                    s.push(end, Event::KickNext(cpu));
+                } else {
                     kick_step(&mut s, policy, cpu);
                 }
             }

@@ -301,9 +301,9 @@ pub trait Policy: Send {
     }
 
     /// An interrupt `cpu` sends another CPU at its periodic event (asked right after
-    /// [`Policy::tick`], before its balancing): `(to, at_ns)`. At `at_ns` the engine starts
-    /// `to`'s balancing on other CPUs' behalf ([`Policy::next_kicked`]); nothing else happens
-    /// there (no tick). None by default.
+    /// [`Policy::tick`], before its balancing): `(to, at_ns)`. At `at_ns` (or when `to`'s
+    /// charged work in progress ends) the engine starts `to`'s balancing on other CPUs' behalf
+    /// ([`Policy::next_kicked`]); nothing else happens there (no tick). None by default.
     fn kick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<(CpuId, u64)> {
         None
     }

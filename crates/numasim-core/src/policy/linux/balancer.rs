@@ -948,6 +948,8 @@ impl Linux {
             // calls sched_balance_domains for it only when due (_nohz_idle_balance).
             let ilb = c.visit.take();
             c.own_tick = ilb.is_none();
+            c.exec = ilb.unwrap_or(cpu);
+            c.cursor_ns = v.now;
             c.softirq = ilb.is_some() || now >= c.next_balance;
             c.ended = false;
             c.continue_balancing = true;
@@ -991,15 +993,30 @@ impl Linux {
             return None;
         }
         let busy = c.busy;
+        let (exec, at) = (c.exec, c.cursor_ns);
         let mut interval = self.interval(cpu, li, busy);
         let mut attempt = None;
-        if now >= self.sd[cpu][li].last_balance + interval {
+        // SD_SERIALIZE (every NUMA level: sd_init): sched_balance_running is taken before the
+        // due check; a CPU that finds it held by another skips the level ("goto out": no pass,
+        // no lb_count, last_balance and the interval unchanged). Passes are instantaneous
+        // here, so a pass holds it for its charged work, from the pass's place on its CPU's
+        // virtual clock; a level that is not due holds it for no time.
+        let serialize = self.sd[cpu][li].numa;
+        if serialize && at < self.serialize_until_ns && self.serialize_holder != exec {
+            // out: this level's next time counts as it was.
+        } else if now >= self.sd[cpu][li].last_balance + interval {
             let idle = if busy {
                 IdleType::NotIdle
             } else {
                 IdleType::Idle
             };
             let a = self.balance_rq(v, cpu, li, idle);
+            let end = at + Self::cost_of(v, &a);
+            self.cpu[cpu].cursor_ns = end;
+            if serialize {
+                self.serialize_until_ns = end;
+                self.serialize_holder = exec;
+            }
             // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
             let busy = busy || a.moves.iter().any(|m| m.to == cpu);
             self.cpu[cpu].busy = busy;

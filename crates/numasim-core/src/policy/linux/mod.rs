@@ -355,6 +355,10 @@ pub(super) struct CpuSt {
     /// (`_nohz_idle_balance`), and whether the pass in progress is the CPU's own tick's.
     visit: Option<CpuId>,
     own_tick: bool,
+    /// The CPU doing the pass in progress (this one, or the ILB for it), and the pass's
+    /// virtual clock: its start plus the charged work of its levels so far (ns).
+    exec: CpuId,
+    cursor_ns: u64,
 }
 
 /// The 6.x balancer.
@@ -388,6 +392,10 @@ pub struct Linux {
     active_balance: Vec<bool>,
     /// nohz idle balancing (`nohz.rs`).
     nohz: nohz::Nohz,
+    /// `sched_balance_running` (`SD_SERIALIZE`): the passes at NUMA levels hold it over their
+    /// charged work; until when, and by which CPU.
+    serialize_until_ns: u64,
+    serialize_holder: CpuId,
     /// `rd->overloaded` as the last root-level pass (`update_sd_lb_stats` at a domain with no
     /// parent) or a stopper's enqueue set it, and the engine's count of runqueues going from
     /// fewer than two tasks to two or more (`View::overload_events`) at that pass: any
@@ -487,6 +495,8 @@ impl Linux {
                 newidle_stopped: false,
                 visit: None,
                 own_tick: false,
+                exec: 0,
+                cursor_ns: 0,
             };
             cpus
         ];
@@ -550,6 +560,8 @@ impl Linux {
             ),
             rd_overloaded: false,
             rd_overload_events: 0,
+            serialize_until_ns: 0,
+            serialize_holder: 0,
         }
     }
 }
