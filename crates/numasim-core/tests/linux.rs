@@ -275,6 +275,14 @@ fn one_node_2(n: usize) -> Setup {
     Setup::new(m, Builder::Linux, w)
 }
 
+/// The options with `NI_RANDOM` off: every newly-idle level that passes the gates runs.
+fn no_dice() -> Options {
+    Options {
+        ni_random: false,
+        ..Options::default()
+    }
+}
+
 fn pulled(a: &Attempt) -> Vec<Pid> {
     a.moves.iter().map(|m| m.pid).collect()
 }
@@ -327,8 +335,8 @@ fn detach_tasks_stops_at_the_imbalance_skips_hot_tasks_and_newly_idle_takes_one(
     let mut p = Linux::new(&s.ctx(), Options::default());
     let a = p.balance(&sc.view(), 1, 0, BalanceKind::Periodic).unwrap();
     assert_eq!(pulled(&a), vec![3, 4, 5]);
-    // Newly idle: one task, the first cold one.
-    let mut p = Linux::new(&s.ctx(), Options::default());
+    // Newly idle (NI_RANDOM off: no dice): one task, the first cold one.
+    let mut p = Linux::new(&s.ctx(), no_dice());
     let mut sc2 = s.scene();
     for pid in 0..6 {
         let last = if pid == 1 || pid == 2 {
@@ -410,8 +418,8 @@ fn bad_options_are_refused_with_one_line() {
         ),
         (
             "linux:colour=red",
-            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz or \
-             numa_balancing",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, ni_random \
+             or numa_balancing",
         ),
         (
             "linux:hz=200",
@@ -962,6 +970,59 @@ fn one_numa_level_pass_at_a_time_machine_wide() {
 }
 
 #[test]
+fn ni_random_runs_newly_idle_balancing_as_often_as_it_succeeds() {
+    // One node of 2 CPUs; CPU 0 runs task 0 with task 1 queued, hot (it ran at 0 and every
+    // try is within 0.5 ms: a nanosecond apart), so a newly-idle pass of CPU 1 finds it but
+    // pulls nothing. newidle_ratio starts
+    // at 512: a pass runs when the 1k-sided dice shows at most 513 (about half the time);
+    // every try, run or skipped, counts a call, and at the 1024th call (the 512th here: the
+    // count starts at 512) newidle_ratio becomes the successes (256 at start, none since) and
+    // both counts halve — so after 512 failures the ratio is 256, after 512 more 128, …,
+    // 0 after 5 120, when a pass runs only on a dice of 0 or 1 (2 in 1024).
+    let s = one_node_2(2);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.put(1, 0, 0, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let mut runs = 0;
+    let mut tries = 0;
+    let mut try_once = |p: &mut Linux, sc: &mut numasim_core::engine::scene::Scene<'_>| {
+        tries += 1;
+        sc.at(tries);
+        let a = p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle);
+        if let Some(a) = a {
+            assert!(a.moves.is_empty());
+            1
+        } else {
+            0
+        }
+    };
+    for _ in 0..511 {
+        runs += try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 512);
+    runs += try_once(&mut p, &mut sc);
+    assert_eq!(p.newidle_ratio(1, 0), 256);
+    assert!((200..=312).contains(&runs), "about half of 512 ran: {runs}");
+    for _ in 0..4095 {
+        try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 2);
+    for _ in 0..512 {
+        try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 1);
+    try_once(&mut p, &mut sc);
+    assert_eq!(p.newidle_ratio(1, 0), 0);
+    let late: u32 = (0..2048).map(|_| try_once(&mut p, &mut sc)).sum();
+    assert!(late <= 12, "about 2 in 1024 run: {late} of 2048");
+    // With NI_RANDOM off every try runs.
+    let mut q = Linux::new(&s.ctx(), no_dice());
+    sc.at(100_000);
+    assert!(q.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_some());
+}
+
+#[test]
 fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
     // Two nodes of 2 CPUs. The waker is the previous CPU (wake=previous): select_idle_sibling
     // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with
@@ -986,7 +1047,7 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
     let mut sc = s.scene();
     sc.put(0, 0, 0, 0);
     sc.at(10 * MS);
-    let mut p = Linux::new(&s.ctx(), Options::default());
+    let mut p = Linux::new(&s.ctx(), no_dice());
     assert_eq!(p.avg_idle_ns(1), 1_000_000, "start: 2 × migration cost");
     assert!(p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_none());
     sc.at(10 * MS + 100_000);
@@ -1004,7 +1065,7 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
             sc.put(pid, 0, 0, 0);
         }
         sc.at(10 * MS);
-        let mut p = Linux::new(&setup.ctx(), Options::default());
+        let mut p = Linux::new(&setup.ctx(), no_dice());
         let a = p
             .balance(&sc.view(), 1, 0, BalanceKind::NewIdle)
             .expect("runs");

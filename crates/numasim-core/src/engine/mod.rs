@@ -886,6 +886,7 @@ impl<'a> State<'a> {
                 overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
                 overloaded_count: 0,
                 overload_events: 0,
+                run_seed: workload_digest(workload),
                 group_loads: crate::load::GroupLoads::new(
                     domains.group_spans.iter().map(|s| s.len()).collect(),
                     machine.cpus(),
@@ -919,6 +920,32 @@ impl<'a> State<'a> {
             distribute_prev: 0,
         }
     }
+}
+
+/// A digest of `workload` (`World::run_seed`): splitmix64 steps over each process's seed,
+/// arrival, demand, kind and parent CPU, in pid order.
+fn workload_digest(workload: &Workload) -> u64 {
+    let mix = |h: u64, x: u64| {
+        let mut z = (h ^ x).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    workload.processes.iter().fold(0, |h, p| {
+        let kind = match p.kind {
+            Kind::Cpu => 0,
+            Kind::Io => 1,
+        };
+        [
+            p.seed,
+            p.arrival_ns,
+            p.demand_ns,
+            kind,
+            u64::from(p.spawn_cpu),
+        ]
+        .into_iter()
+        .fold(h, mix)
+    })
 }
 
 /// Runs `workload` on `machine` with `policy` over `domains`.

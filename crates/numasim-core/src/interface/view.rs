@@ -49,6 +49,8 @@ pub struct World<'a> {
     pub(crate) overloaded_count: usize,
     /// How many times a runqueue went from fewer than two tasks to two or more.
     pub(crate) overload_events: u64,
+    /// A digest of the workload (`World::run_seed`).
+    pub(crate) run_seed: u64,
     /// Load sums of the domains' groups, kept within a tick.
     pub(crate) group_loads: GroupLoads,
     /// `now / tick_ns`: the tick whose load averages it reads (kept with `now`).
@@ -59,6 +61,15 @@ pub struct World<'a> {
 }
 
 impl World<'_> {
+    /// A number fixed by the run's workload — a digest of every process's seed, arrival,
+    /// demand, kind and parent CPU — for a policy that draws pseudo-random numbers (as a
+    /// kernel seeds its generators at boot): every run of the same workload draws the same,
+    /// other workloads (other replications) draw others.
+    #[inline]
+    pub fn run_seed(&self) -> u64 {
+        self.run_seed
+    }
+
     /// The CPUs `pid` may run on now (`p->cpus_ptr`), or `None` when it may run on every CPU
     /// (the default: then nothing restricts it and every test below is true).
     #[inline]

@@ -40,7 +40,7 @@ pub const POLICIES: [PolicyInfo; 19] = [
         description: "Linux 6.x CFS/EEVDF load balancer: PELT, group classification, migration \
                       types, imb_numa_nr, newly-idle cost gating, wake_affine and \
                       select_idle_sibling, nohz idle balancing; options slice-us, nr-migrate, hz, nohz, \
-                      numa_balancing",
+                      ni_random, numa_balancing",
         reference: "Linux 6.13 kernel/sched/fair.c (sched_balance_rq, calculate_imbalance, \
                     detach_tasks, sched_balance_find_dst_group, select_idle_sibling, ...) and pelt.c",
         default_domains: "linux",

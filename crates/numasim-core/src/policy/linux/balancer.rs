@@ -322,6 +322,30 @@ impl Linux {
         self.sd[cpu][li].interval[usize::from(busy)]
     }
 
+    /// `sched_rng()` on `cpu`: its `sched_rnd_state`, seeded from the run's workload digest
+    /// on first use (`prandom.rs`).
+    pub(super) fn sched_rng(&mut self, v: &View<'_>, cpu: CpuId) -> u32 {
+        if self.rng.is_empty() {
+            self.rng = (0..v.machine.cpus())
+                .map(|c| super::prandom::Prandom::for_cpu(v.run_seed(), c))
+                .collect();
+        }
+        self.rng[cpu].next_u32()
+    }
+
+    /// `update_newidle_stats`: a newly-idle pass (or a dice throw that skipped one) at level
+    /// `li`; every 1024 calls the success count becomes `newidle_ratio` and both halve.
+    pub(super) fn update_newidle_stats(&mut self, cpu: CpuId, li: usize, success: u32) {
+        let st = &mut self.sd[cpu][li];
+        st.newidle_call += 1;
+        st.newidle_success += success;
+        if st.newidle_call >= 1024 {
+            st.newidle_ratio = st.newidle_success;
+            st.newidle_call /= 2;
+            st.newidle_success /= 2;
+        }
+    }
+
     /// `update_newidle_cost` at jiffy `now`: a new maximum, or the decay once `HZ` jiffies
     /// have passed since the last (`time_after(now, last_decay_max_lb_cost + HZ)`); whether
     /// it decayed.
@@ -1093,9 +1117,24 @@ impl Linux {
         if level.params.flags & sd::BALANCE_NEWIDLE == 0 || !v.domains.load_balances(level) {
             return None;
         }
+        // NI_RANDOM (6.12.69 on): "Throw a 1k sided dice; and only run newidle_balance
+        // according to the success rate."
+        let mut weight = 1;
+        if self.ni_random {
+            let d1k = self.sched_rng(v, cpu) % 1024;
+            weight = 1 + self.sd[cpu][li].newidle_ratio;
+            if d1k > weight {
+                self.update_newidle_stats(cpu, li, 0);
+                return None;
+            }
+            weight = (1024 + weight / 2) / weight;
+        }
         let a = self.balance_rq(v, cpu, li, IdleType::NewlyIdle);
         let cost = Self::cost_of(v, &a);
         let now = self.jiffies(v.now);
+        // update_newidle_cost(sd, domain_cost, weight * !!pulled_task): the statistics count
+        // every pass (its measured cost is never 0 in the kernel).
+        self.update_newidle_stats(cpu, li, weight * u32::from(!a.moves.is_empty()));
         self.update_newidle_cost(cpu, li, now, cost);
         let c = &mut self.cpu[cpu];
         c.newidle_cost_ns += cost;

@@ -94,6 +94,7 @@ mod balancer;
 mod nohz;
 pub mod numa;
 mod placement;
+pub mod prandom;
 
 pub use nohz::IPI_LATENCY_NS;
 
@@ -185,6 +186,10 @@ pub struct Options {
     pub nr_migrate: usize,
     /// `CONFIG_HZ`: the scheduler tick's frequency (250: a jiffy of 4 ms).
     pub hz: u64,
+    /// The `NI_RANDOM` scheduler feature (`kernel/sched/features.h`, 6.12.69 on; on by
+    /// default): newly-idle balancing runs at each level with the probability of its recent
+    /// successes.
+    pub ni_random: bool,
     /// Idle CPUs stop their tick and are balanced by the idle load balancer
     /// (`CONFIG_NO_HZ_COMMON`); `false` is the kernel booted with `nohz=off`: every idle CPU
     /// keeps its tick and balances itself.
@@ -201,6 +206,7 @@ impl Default for Options {
             base_slice_us: BASE_SLICE_NS / 1000,
             nr_migrate: NR_MIGRATE,
             hz: HZ,
+            ni_random: true,
             nohz: true,
             numa_balancing: None,
         }
@@ -209,8 +215,8 @@ impl Default for Options {
 
 impl Options {
     /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1), `hz=N` (100, 250, 300 or 1000:
-    /// `CONFIG_HZ`'s choices), `nohz=on|off` (the boot parameter's name) and
-    /// `numa_balancing=on|off` (the sysctl's name).
+    /// `CONFIG_HZ`'s choices), `nohz=on|off` (the boot parameter's name), `ni_random=on|off`
+    /// (the scheduler feature's name) and `numa_balancing=on|off` (the sysctl's name).
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
@@ -255,12 +261,16 @@ impl Options {
                     let on_off = [("on", true), ("off", false)];
                     o.nohz = super::option_choice(origin, "linux", key, value, &on_off)?;
                 }
+                "ni_random" => {
+                    let on_off = [("on", true), ("off", false)];
+                    o.ni_random = super::option_choice(origin, "linux", key, value, &on_off)?;
+                }
                 _ => {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz, nohz \
-                             or numa_balancing"
+                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz, nohz, \
+                             ni_random or numa_balancing"
                         ),
                     ))
                 }
@@ -284,6 +294,11 @@ pub(super) struct SdState {
     max_newidle_lb_cost_ns: u64,
     /// `sd->last_decay_max_lb_cost`, in jiffies.
     last_decay_max_lb_cost: u64,
+    /// `NI_RANDOM`'s `newidle_call`, `newidle_success` and `newidle_ratio` (`sd_init`: 512,
+    /// 256, 512: a pass runs with probability `(newidle_ratio + 2) / 1024`).
+    newidle_call: u32,
+    newidle_success: u32,
+    newidle_ratio: u32,
     /// `SD_NUMA`: the level spans more than the CPU's node.
     numa: bool,
     /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
@@ -396,6 +411,9 @@ pub struct Linux {
     /// charged work; until when, and by which CPU.
     serialize_until_ns: u64,
     serialize_holder: CpuId,
+    /// `sched_rnd_state` per CPU (`NI_RANDOM`, when on), seeded on first use.
+    ni_random: bool,
+    rng: Vec<prandom::Prandom>,
     /// `rd->overloaded` as the last root-level pass (`update_sd_lb_stats` at a domain with no
     /// parent) or a stopper's enqueue set it, and the engine's count of runqueues going from
     /// fewer than two tasks to two or more (`View::overload_events`) at that pass: any
@@ -446,6 +464,9 @@ impl Linux {
                             nr_balance_failed: 0,
                             max_newidle_lb_cost_ns: 0,
                             last_decay_max_lb_cost: 0,
+                            newidle_call: 512,
+                            newidle_success: 256,
+                            newidle_ratio: 512,
                             numa,
                             llc: !numa,
                             imb_numa_nr: if numa {
@@ -562,6 +583,8 @@ impl Linux {
             rd_overload_events: 0,
             serialize_until_ns: 0,
             serialize_holder: 0,
+            ni_random: o.ni_random,
+            rng: Vec::new(),
         }
     }
 }
@@ -649,6 +672,11 @@ impl Linux {
     /// `nohz.next_balance`, in jiffies (for tests).
     pub fn nohz_next_balance(&self) -> u64 {
         self.nohz.next_balance
+    }
+
+    /// `NI_RANDOM`'s `newidle_ratio` of `cpu`'s level `li` (for tests).
+    pub fn newidle_ratio(&self, cpu: CpuId, li: usize) -> u32 {
+        self.sd[cpu][li].newidle_ratio
     }
 
     /// `rq->next_balance` of `cpu`, in jiffies (for tests and traces).
