@@ -1023,6 +1023,81 @@ fn ni_random_runs_newly_idle_balancing_as_often_as_it_succeeds() {
 }
 
 #[test]
+fn prefer_sibling_is_the_busiest_group_s_own_flag() {
+    // mehta-m1's `linux` domains seen from CPU 0: a group holds the flags of the domain it was
+    // built from, so node-sized groups (the MC level's span) prefer siblings and groups built
+    // from NUMA levels do not; single-CPU groups (MC's) have no flags (their SMT/cluster
+    // domain was degenerate and destroyed).
+    let m1 = testutils::preset("mehta-m1");
+    let w = testutils::workload(Kind::Cpu, &[100; 9]);
+    let s = Setup::new(m1, Builder::Linux, w);
+    let p = Linux::new(&s.ctx(), Options::default());
+    let sc = s.scene();
+    let v = sc.view();
+    let flags: Vec<Vec<(usize, bool)>> = (0..6)
+        .map(|li| {
+            let level = &v.domains.cpus[0][li];
+            (0..level.groups.len())
+                .map(|gi| {
+                    let w = level.groups[gi].weight;
+                    (w, p.group_prefers_sibling(&v, 0, li, gi))
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            vec![(1, false), (1, false)],
+            vec![(2, true), (2, true), (2, true), (2, true)],
+            vec![(8, false), (2, true), (2, true), (2, true)],
+            vec![(14, false), (12, false)],
+            vec![(20, false), (2, true), (2, true), (8, false)],
+            vec![(26, false), (26, false), (26, false)],
+        ]
+    );
+    drop(sc);
+    // CPU 0, idle, balancing NUMA2 (14 CPUs: its 8-CPU NUMA1 span and three nodes): three
+    // tasks in its local group, six on one remote node (5 on its first CPU, 1 on the other),
+    // no PELT (every group has spare). The busiest group is that node, a 2-CPU group built
+    // from the MC level: prefer_sibling. sibling_imbalance = (2·(8·6 − 2·3) + 8 + 2) / (8 + 2)
+    // = 9 > 1 forces the balance, and migrate_task is 9 (adjust_numa_imbalance keeps it: the
+    // destination would run 4 > imb_numa_nr 1 tasks) >> 1 = 4: four tasks pulled. (With the
+    // flag of CPU 0's level below, NUMA1's, it would be the idle-CPU difference 5 >> 1 = 2.)
+    let mut sc = s.scene();
+    let level = &s.d.cpus[0][2];
+    let node = level
+        .groups
+        .iter()
+        .find(|g| !g.local && g.weight == 2)
+        .unwrap();
+    let (a, b) = {
+        let mut it = node.span.iter();
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    let local: Vec<usize> = level.groups[0]
+        .span
+        .iter()
+        .filter(|&c| c != 0)
+        .take(3)
+        .collect();
+    for (pid, &c) in local.iter().enumerate() {
+        sc.put(pid, c, c, 0);
+    }
+    for pid in 3..8 {
+        sc.put(pid, a, a, 0);
+    }
+    sc.put(8, b, b, 0);
+    sc.at(100 * MS);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let got = p
+        .balance(&sc.view(), 0, 2, BalanceKind::Periodic)
+        .expect("due");
+    assert_eq!(got.moves.len(), 4, "{got:?}");
+    assert!(got.moves.iter().all(|m| m.from == a && m.to == 0));
+}
+
+#[test]
 fn wake_up_goes_to_prev_if_idle_else_an_idle_cpu_of_its_node_else_prev() {
     // Two nodes of 2 CPUs. The waker is the previous CPU (wake=previous): select_idle_sibling
     // keeps it when idle, else takes an idle CPU of the same LLC (node), else stays, even with

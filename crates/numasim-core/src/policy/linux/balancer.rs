@@ -495,12 +495,16 @@ impl Linux {
             self.rd_overload_events = v.overload_events();
         }
         let (bi, b) = busiest?;
+        // "Indicate that the child domain of the busiest group prefers tasks go to a child's
+        // sibling domains first. NB the flags of a sched group are those of the child domain."
+        let prefer_sibling = self.group_prefer_sibling[level.groups[bi].id as usize];
+        let st = &self.sd[cpu][li];
         let env = ImbalanceEnv {
             idle,
             llc: st.llc,
             numa: st.numa,
             imb_numa_nr: st.imb_numa_nr,
-            prefer_sibling: st.prefer_sibling,
+            prefer_sibling,
         };
         // "Misfit tasks should be dealt with regardless of the avg load" (force_balance).
         // "If the busiest group is imbalanced the below checks don't work because they assume
@@ -525,7 +529,7 @@ impl Linux {
             }
         }
         let is_idle = idle != IdleType::NotIdle;
-        let forced = st.prefer_sibling
+        let forced = prefer_sibling
             && local.group_type == GroupType::HasSpare
             && sibling_imbalance(is_idle, &b, &local) > 1;
         if !forced && b.group_type != GroupType::Overloaded {

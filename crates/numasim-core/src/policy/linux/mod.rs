@@ -8,7 +8,8 @@
 //!              max_idle_balance_cost, the current balancing pass (policy)
 //!   per CPU, per level (sched_domain)
 //!              last_balance, balance_interval (min..max), nr_balance_failed,
-//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr, prefer_sibling
+//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr
+//!   per group  SD_PREFER_SIBLING (its child domain's flags) │ sgc->imbalance
 //!   capacity   capacity_of(cpu) = 1024 × speed / the fastest speed (arch_scale_cpu_capacity,
 //!              SCHED_CAPACITY_SCALE for the fastest); load weight 1024 per task (nice 0)
 //!              SD_ASYM_CPUCAPACITY on levels whose span holds more than one capacity
@@ -304,9 +305,6 @@ pub(super) struct SdState {
     /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
     llc: bool,
     imb_numa_nr: i64,
-    /// The child level prefers siblings (`SD_PREFER_SIBLING` of the groups' child domain,
-    /// which `sd_init` clears below an `SD_ASYM_CPUCAPACITY` level).
-    prefer_sibling: bool,
     /// `SD_ASYM_CPUCAPACITY`: the level's span holds CPUs of more than one capacity
     /// (`asym_cpu_capacity_classify`).
     asym: bool,
@@ -402,6 +400,8 @@ pub struct Linux {
     /// `sgc->imbalance` per group (by `Group::id`): pinned tasks kept a balancing of the
     /// level below from reaching balance (set and cleared by `sched_balance_rq`).
     sgc_imbalance: Vec<bool>,
+    /// `SD_PREFER_SIBLING` in each group's flags (by `Group::id`): its child domain's.
+    group_prefer_sibling: Vec<bool>,
     /// `rq->active_balance` per CPU: a stopper kicked by `sched_balance_rq` has not run yet
     /// (`push_cpu` is the engine's `target`).
     active_balance: Vec<bool>,
@@ -453,8 +453,7 @@ impl Linux {
                     .map_or(1, |l| l.weight as i64);
                 levels
                     .iter()
-                    .enumerate()
-                    .map(|(i, l)| {
+                    .map(|l| {
                         let numa = !in_node(l);
                         let asym = asym_span(l);
                         let mut st = SdState {
@@ -474,11 +473,6 @@ impl Linux {
                             } else {
                                 imb
                             },
-                            // sd_init: "Don't attempt to spread across CPUs of different
-                            // capacities" clears the child's SD_PREFER_SIBLING.
-                            prefer_sibling: i > 0
-                                && levels[i - 1].params.flags & sd::PREFER_SIBLING != 0
-                                && !asym,
                             asym,
                             cache_hot_ns: if modern {
                                 l.params.cache_hot_ns
@@ -558,6 +552,7 @@ impl Linux {
                     })
                     .collect()
             },
+            group_prefer_sibling: group_prefer_sibling(ctx.domains, &asym_span),
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
             active_balance: vec![false; cpus],
@@ -589,7 +584,42 @@ impl Linux {
     }
 }
 
+/// `SD_PREFER_SIBLING` in each group's flags, by `Group::id`: a group holds the flags of the
+/// domain it was built from (`build_group_from_child_sched_domain`, `get_group`:
+/// `sg->flags = child->flags`): the level, of a CPU of its balance mask, whose span is the
+/// group's span — `SD_PREFER_SIBLING` unless it is a NUMA level or (`sd_init`) its parent is
+/// `SD_ASYM_CPUCAPACITY` (`asym`). A group of one CPU has no such level (the CPU's own SMT or
+/// cluster domain, degenerate, was destroyed: `cpu_attach_domain` clears the flags of its
+/// parent's groups): no flag.
+fn group_prefer_sibling(
+    domains: &crate::domains::Domains,
+    asym: &dyn Fn(&Level) -> bool,
+) -> Vec<bool> {
+    let mut out = vec![false; domains.group_spans.len()];
+    for levels in &domains.cpus {
+        for l in levels.iter() {
+            for g in l.groups.iter() {
+                let Some(j) = g.balance_mask.iter().next() else {
+                    continue;
+                };
+                let own = &domains.cpus[j];
+                if let Some(k) = own.iter().rposition(|x| *x.span == *g.span) {
+                    let parent_asym = own.get(k + 1).is_some_and(asym);
+                    out[g.id as usize] =
+                        own[k].params.flags & sd::PREFER_SIBLING != 0 && !parent_asym;
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Linux {
+    /// Whether group `gi` of `cpu`'s level `li` has `SD_PREFER_SIBLING` (for tests).
+    pub fn group_prefers_sibling(&self, v: &View<'_>, cpu: CpuId, li: usize, gi: usize) -> bool {
+        self.group_prefer_sibling[v.domains.cpus[cpu][li].groups[gi].id as usize]
+    }
+
     /// `capacity_of(cpu)`.
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
         self.cap[cpu]
