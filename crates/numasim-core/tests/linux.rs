@@ -1252,11 +1252,16 @@ fn pick_busiest_at_asym_levels_orders_misfits_and_spares_fast_groups() {
         dst_capacity: 1024,
         local_type: GroupType::HasSpare,
     };
-    // The biggest misfit wins (ties: the later).
+    // The biggest misfit wins (ties: the first, `>` in 6.12).
     assert!(update_sd_pick_busiest(Some(fast), None, &misfit(500)));
     assert!(update_sd_pick_busiest(
         Some(fast),
         Some(&misfit(500)),
+        &misfit(1024)
+    ));
+    assert!(!update_sd_pick_busiest(
+        Some(fast),
+        Some(&misfit(1024)),
         &misfit(1024)
     ));
     assert!(!update_sd_pick_busiest(

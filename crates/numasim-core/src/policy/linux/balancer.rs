@@ -295,8 +295,9 @@ pub fn update_sd_pick_busiest(
     }
     let pick = match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
-        // "If we have more than one misfit sg go with the biggest misfit."
-        GroupType::MisfitTask => sg.group_misfit_task_load >= b.group_misfit_task_load,
+        // "If we have more than one misfit sg go with the biggest misfit" (strictly: the first
+        // of equals stays).
+        GroupType::MisfitTask => sg.group_misfit_task_load > b.group_misfit_task_load,
         // avg_load is not computed for fully busy groups (0), so they tie: since v6.5 ("sched/
         // fair: Keep a fully_busy SMT sched group as busiest") a tie returns false only when
         // the busiest so far is an SMT group (`SD_SHARE_CPUCAPACITY`, never here), and the
