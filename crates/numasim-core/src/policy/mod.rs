@@ -41,8 +41,9 @@ pub const POLICIES: [PolicyInfo; 19] = [
                       types, imb_numa_nr, newly-idle cost gating, wake_affine and \
                       select_idle_sibling, nohz idle balancing; options slice-us, nr-migrate, hz, nohz, \
                       ni_random, numa_balancing",
-        reference: "Linux 6.13 kernel/sched/fair.c (sched_balance_rq, calculate_imbalance, \
-                    detach_tasks, sched_balance_find_dst_group, select_idle_sibling, ...) and pelt.c",
+        reference: "Linux 6.12.95 as Debian builds it: kernel/sched/fair.c (sched_balance_rq, \
+                    calculate_imbalance, detach_tasks, sched_balance_find_dst_group, \
+                    select_idle_sibling, _nohz_idle_balance, ...) and pelt.c",
         default_domains: "linux",
     },
     PolicyInfo {

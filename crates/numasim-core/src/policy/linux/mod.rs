@@ -1,5 +1,6 @@
-//! `linux`: the Linux 6.x CFS/EEVDF load balancer (`kernel/sched/fair.c`, 6.13), over any domain
-//! builder (made for `linux` domains), with PELT load tracking (`kernel/sched/pelt.c`).
+//! `linux`: the Linux 6.x CFS/EEVDF load balancer (`kernel/sched/fair.c` of 6.12.95 as Debian
+//! builds it: HZ = 250, nohz, `NI_RANDOM`), over any domain builder (made for `linux` domains),
+//! with PELT load tracking (`kernel/sched/pelt.c`).
 //!
 //! ```text
 //!   per task   PELT load/runnable/util (engine, crate::load::Pelt; read through the View)
@@ -15,7 +16,7 @@
 //!              SD_ASYM_CPUCAPACITY on levels whose span holds more than one capacity
 //! ```
 //!
-//! Rules, each from the 6.13 function named (old names in brackets):
+//! Rules, each from the 6.12 function named (old names in brackets):
 //! 1. `sched_balance_domains` [`rebalance_domains`]: time in jiffies (`HZ` 250, Debian's
 //!    `CONFIG_HZ`: 4 ms); at a tick where `jiffies >= rq->next_balance`
 //!    (`sched_balance_trigger`), every level whose `get_sd_balance_interval`
