@@ -613,7 +613,24 @@ impl Policy for Checked {
         self.inner.balance(v, cpu, level, kind)
     }
     fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.check(v);
         self.inner.active_balance(v, busiest, target)
+    }
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        self.inner.active_balance_latency_ns()
+    }
+    fn slice_tick_ns(&self) -> Option<u64> {
+        self.inner.slice_tick_ns()
+    }
+    fn tick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
+        self.inner.tick(v, cpu)
+    }
+    fn kick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<(CpuId, u64)> {
+        self.inner.kick(v, cpu)
+    }
+    fn next_kicked(&mut self, v: &View<'_>, cpu: CpuId) -> Option<CpuId> {
+        self.check(v);
+        self.inner.next_kicked(v, cpu)
     }
 }
 
