@@ -129,8 +129,8 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         ),
         (
             ["--workload", "n=5", "--policy", "linux:colour=red"],
-            "--policy: unknown linux option 'colour'; choose slice-us, nr-migrate or "
-            "numa_balancing",
+            "--policy: unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, "
+            "ni_random or numa_balancing",
         ),
         (
             ["--workload", "n=5", "--policy", "linux:slice-us=0"],

@@ -556,3 +556,268 @@ fn a_pipeline_stage_waits_for_the_item_before_it() {
     assert_eq!(r.processes[1].sync_wait_ms, 5.0);
     assert_eq!(r.apps[0].completion_ms, 25.0);
 }
+
+#[test]
+fn a_slice_ends_at_the_first_tick_after_it_runs_out_when_the_policy_says_so() {
+    // One CPU, two 8 ms CPU-bound processes, `linux` with a 3 ms slice (slice-us=3000, one
+    // CPU: factor 1). Its slice is seen at the tick (Policy::slice_tick_ns, the jiffy): at
+    // HZ = 250 each runs until the next 4 ms tick — P0 0–4, P1 4–8, P0 8–12 (done), P1 12–16;
+    // at HZ = 1000 (1 ms ticks) the 3 ms slice ends on a tick — P0 0–3, P1 3–6, P0 6–9,
+    // P1 9–12, P0 12–14 (done), P1 14–16.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 8, 0, 0.0), proc(1, 0, 8, 0, 0.0)],
+    };
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let config = EngineConfig::default();
+    for (policy, want) in [
+        ("linux:slice-us=3000", [12.0, 16.0]),
+        ("linux:slice-us=3000,hz=1000", [14.0, 16.0]),
+    ] {
+        let r = numasim_core::run_policy(&m, &d, &w, policy, &config).unwrap();
+        assert_eq!(tat(&r), want, "{policy}");
+    }
+}
+
+/// Every process starts on CPU 0. CPU 1 asks once for an active balance from CPU 0: at its
+/// periodic balancing at 1 ms, or (`newidle`) when its own short process ends; each ask
+/// examines 3 runqueues (3 µs). The stopper moves CPU 0's queued process (or the running one).
+struct Kicker {
+    latency: Option<u64>,
+    newidle: bool,
+    asked: bool,
+    /// (time, busiest, target) of each `active_balance` call.
+    calls: Vec<(u64, usize, usize)>,
+    /// (time, cpu) of each newly-idle balancing call at level 0.
+    newidle_calls: Vec<(u64, usize)>,
+}
+
+impl policy::Policy for Kicker {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, pid: usize, _: usize) -> Option<usize> {
+        Some(usize::from(self.newidle && pid == 2))
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, cpu: usize) -> Option<u64> {
+        (cpu == 1 && !self.newidle && !self.asked).then_some(1_000_000)
+    }
+    fn balance(
+        &mut self,
+        v: &interface::View<'_>,
+        cpu: usize,
+        level: usize,
+        kind: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        if kind == policy::BalanceKind::NewIdle && level == 0 {
+            self.newidle_calls.push((v.now, cpu));
+        }
+        let wanted = if self.newidle {
+            policy::BalanceKind::NewIdle
+        } else {
+            policy::BalanceKind::Periodic
+        };
+        if cpu != 1 || kind != wanted || self.asked {
+            return None;
+        }
+        self.asked = true;
+        Some(policy::Attempt {
+            rqs_examined: 3,
+            active_from: Some(0),
+            ..policy::Attempt::default()
+        })
+    }
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        self.latency
+    }
+    fn active_balance(
+        &mut self,
+        v: &interface::View<'_>,
+        busiest: usize,
+        target: usize,
+    ) -> Option<policy::Attempt> {
+        self.calls.push((v.now, busiest, target));
+        let pid = v.queued(busiest).next().or(v.current(busiest))?;
+        Some(policy::Attempt {
+            moves: vec![policy::Move {
+                pid,
+                from: busiest,
+                to: target,
+                kind: policy::MigrationKind::Active,
+            }],
+            counted_at: Some(0),
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+#[test]
+fn an_active_balance_runs_at_once_or_the_policy_s_latency_after_the_asking_work() {
+    // Two CPU-bound processes on CPU 0 of a 2-CPU node; CPU 1's periodic balancing at 1 ms
+    // (3 µs of work) asks for an active balance. Without a latency the stopper runs at 1 ms;
+    // with 5 µs, at 1 ms + 3 µs + 5 µs — and the queued process P1 moves to CPU 1 then.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 50, 0, 0.0), proc(1, 0, 50, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    for (latency, at) in [(None, 1_000_000), (Some(5_000), 1_008_000)] {
+        let mut p = Kicker {
+            latency,
+            newidle: false,
+            asked: false,
+            calls: Vec::new(),
+            newidle_calls: Vec::new(),
+        };
+        let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+        assert_eq!(p.calls, vec![(at, 0, 1)], "{latency:?}");
+        assert_eq!(r.summary.balance.active, vec![1]);
+        assert_eq!(r.summary.migrations_by_kind[4], ("active".to_string(), 1));
+    }
+}
+
+#[test]
+fn a_newly_idle_attempt_may_ask_for_an_active_balance_too() {
+    // P0 and P1 on CPU 0, P2 (1 ms) on CPU 1: when P2 ends at 1 ms CPU 1 balances newly idle
+    // (3 µs) and asks for an active balance, which runs 5 µs after that work.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![
+            proc(0, 0, 50, 0, 0.0),
+            proc(1, 0, 50, 0, 0.0),
+            proc(2, 0, 1, 1, 0.0),
+        ],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Kicker {
+        latency: Some(5_000),
+        newidle: true,
+        asked: false,
+        calls: Vec::new(),
+        newidle_calls: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+    assert_eq!(p.calls, vec![(1_008_000, 0, 1)]);
+    assert_eq!(r.summary.migrations_by_kind[4], ("active".to_string(), 1));
+}
+
+#[test]
+fn a_cpu_emptied_by_a_move_balances_newly_idle() {
+    // P0 alone on CPU 0. CPU 1's periodic balancing at 1 ms (3 µs) asks for an active balance
+    // that runs 5 µs later and pushes the running P0 to CPU 1: CPU 0, left with nothing, then
+    // balances newly idle at that instant (the kernel's schedule() after the stopper); CPU 1,
+    // which received work, does not.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 50, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Kicker {
+        latency: Some(5_000),
+        newidle: false,
+        asked: false,
+        calls: Vec::new(),
+        newidle_calls: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &EngineConfig::default()).unwrap();
+    assert_eq!(p.calls, vec![(1_008_000, 0, 1)]);
+    // (and CPU 1 when P0 ends: at 50.1 ms, the 0.1 ms refill after the move).
+    assert_eq!(p.newidle_calls, vec![(1_008_000, 0), (50_100_000, 1)]);
+    assert_eq!(tat(&r), vec![50.1]);
+}
+
+/// CPU 0's periodic event at 1 ms interrupts CPU 1 (arriving 2 µs later), which then balances
+/// CPUs 2 and 3 on their behalf, 10 runqueues (10 µs) each. With `busy_ilb`, CPU 1 balances
+/// itself at 1 ms too (5 runqueues: 5 µs of work).
+struct OnBehalf {
+    busy_ilb: bool,
+    queue: Vec<usize>,
+    /// (time, cpu) of each periodic `balance` call.
+    balanced: Vec<(u64, usize)>,
+}
+
+impl policy::Policy for OnBehalf {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, _: usize) -> Option<usize> {
+        Some(0)
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, v: &interface::View<'_>, cpu: usize) -> Option<u64> {
+        let own = cpu == 0 || (cpu == 1 && self.busy_ilb);
+        (own && v.now < 1_000_000).then_some(1_000_000)
+    }
+    fn kick(&mut self, v: &interface::View<'_>, cpu: usize) -> Option<(usize, u64)> {
+        (cpu == 0).then_some((1, v.now + 2_000))
+    }
+    fn next_kicked(&mut self, _: &interface::View<'_>, cpu: usize) -> Option<usize> {
+        assert_eq!(cpu, 1);
+        self.queue.pop()
+    }
+    fn balance(
+        &mut self,
+        v: &interface::View<'_>,
+        cpu: usize,
+        _: usize,
+        kind: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        if kind != policy::BalanceKind::Periodic || cpu == 0 {
+            return None;
+        }
+        self.balanced.push((v.now, cpu));
+        Some(policy::Attempt {
+            rqs_examined: if cpu == 1 { 5 } else { 10 },
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+#[test]
+fn a_kicked_cpu_balances_others_on_their_behalf_one_after_another() {
+    // CPU 2 is balanced at 1.002 ms, CPU 3 once CPU 1's 10 µs of work for it end (1.012 ms);
+    // the attempts count as CPUs 2 and 3's (their level 0, periodic), the stall is CPU 1's.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 4);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 5, 0, 0.0)],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = OnBehalf {
+        busy_ilb: false,
+        queue: vec![3, 2],
+        balanced: Vec::new(),
+    };
+    let config = EngineConfig {
+        record_trace: true,
+        ..EngineConfig::default()
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &config).unwrap();
+    assert_eq!(p.balanced, vec![(1_002_000, 2), (1_012_000, 3)]);
+    // CPU 1 busy with its own balancing until 1.005 ms when the interrupt arrives: it takes
+    // the work up then.
+    let mut q = OnBehalf {
+        busy_ilb: true,
+        queue: vec![3, 2],
+        balanced: Vec::new(),
+    };
+    engine::run(&m, &d, &w, &mut q, &config).unwrap();
+    assert_eq!(
+        q.balanced,
+        vec![(1_000_000, 1), (1_005_000, 2), (1_015_000, 3)]
+    );
+    let balances: Vec<(u64, usize)> = r.trace_events.balances.iter().map(|b| (b.0, b.1)).collect();
+    assert_eq!(balances, vec![(1_002_000, 2), (1_012_000, 3)]);
+    assert_eq!(r.summary.balance.periodic, vec![2]);
+    assert_eq!(r.summary.balance.idle_per_cpu, vec![0, 0, 1, 1]);
+    assert_eq!(r.summary.balance.cost_ms, 0.02);
+}

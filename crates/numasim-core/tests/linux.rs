@@ -275,6 +275,14 @@ fn one_node_2(n: usize) -> Setup {
     Setup::new(m, Builder::Linux, w)
 }
 
+/// The options with `NI_RANDOM` off: every newly-idle level that passes the gates runs.
+fn no_dice() -> Options {
+    Options {
+        ni_random: false,
+        ..Options::default()
+    }
+}
+
 fn pulled(a: &Attempt) -> Vec<Pid> {
     a.moves.iter().map(|m| m.pid).collect()
 }
@@ -327,8 +335,8 @@ fn detach_tasks_stops_at_the_imbalance_skips_hot_tasks_and_newly_idle_takes_one(
     let mut p = Linux::new(&s.ctx(), Options::default());
     let a = p.balance(&sc.view(), 1, 0, BalanceKind::Periodic).unwrap();
     assert_eq!(pulled(&a), vec![3, 4, 5]);
-    // Newly idle: one task, the first cold one.
-    let mut p = Linux::new(&s.ctx(), Options::default());
+    // Newly idle (NI_RANDOM off: no dice): one task, the first cold one.
+    let mut p = Linux::new(&s.ctx(), no_dice());
     let mut sc2 = s.scene();
     for pid in 0..6 {
         let last = if pid == 1 || pid == 2 {
@@ -410,7 +418,13 @@ fn bad_options_are_refused_with_one_line() {
         ),
         (
             "linux:colour=red",
-            "unknown linux option 'colour'; choose slice-us, nr-migrate or numa_balancing",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, ni_random \
+             or numa_balancing",
+        ),
+        (
+            "linux:hz=200",
+            "linux option 'hz' must be one of 100, 250, 300 or 1000 (CONFIG_HZ's choices), not \
+             '200'",
         ),
         (
             "linux:numa_balancing=yes",
@@ -428,11 +442,11 @@ fn bad_options_are_refused_with_one_line() {
 
 #[test]
 fn the_slice_is_eevdfs_base_slice_scaled_by_the_cpu_count() {
-    // 0.75 ms × (1 + ilog2(min(CPUs, 8))): 2 CPUs → 1.5 ms; 32 CPUs → 3 ms.
+    // 0.70 ms × (1 + ilog2(min(CPUs, 8))): 2 CPUs → 1.4 ms; 32 CPUs → 2.8 ms (6.12.32+).
     let s = one_node_2(1);
     assert_eq!(
         Linux::new(&s.ctx(), Options::default()).timeslice_ns(),
-        Some(1_500_000)
+        Some(1_400_000)
     );
     let m1 = testutils::preset("mehta-m1");
     let d = Builder::Linux.build(&m1, &BuildOptions::default());
@@ -444,8 +458,90 @@ fn the_slice_is_eevdfs_base_slice_scaled_by_the_cpu_count() {
     };
     assert_eq!(
         Linux::new(&ctx, Options::default()).timeslice_ns(),
-        Some(3_000_000)
+        Some(2_800_000)
     );
+}
+
+#[test]
+fn balancing_intervals_are_whole_jiffies_of_4_ms() {
+    // get_sd_balance_interval at HZ = 250 on mehta-m1 (levels of 2, 8, 14, 20, 26 and 32 CPUs,
+    // min_interval = the span weight in ms, busy_factor 16): idle msecs_to_jiffies(ms) (rounded
+    // up: 14 ms → 4 jiffies, 26 ms → 7); busy msecs_to_jiffies(16 × ms) − 1. At HZ = 1000 a
+    // jiffy is 1 ms.
+    let m1 = testutils::preset("mehta-m1");
+    let d = Builder::Linux.build(&m1, &BuildOptions::default());
+    let config = EngineConfig::default();
+    let ctx = numasim_core::interface::PolicyContext {
+        machine: &m1,
+        domains: &d,
+        config: &config,
+    };
+    let p = Linux::new(&ctx, Options::default());
+    assert_eq!(p.jiffy_ns(), 4 * MS);
+    let idle: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, false)).collect();
+    let busy: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, true)).collect();
+    assert_eq!(idle, [1, 2, 4, 5, 7, 8]);
+    assert_eq!(busy, [7, 31, 55, 79, 103, 127]);
+    let o = Options {
+        hz: 1000,
+        ..Options::default()
+    };
+    let p = Linux::new(&ctx, o);
+    assert_eq!(p.jiffy_ns(), MS);
+    let idle: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, false)).collect();
+    let busy: Vec<u64> = (0..6).map(|li| p.balance_interval(0, li, true)).collect();
+    assert_eq!(idle, [2, 8, 14, 20, 26, 32]);
+    assert_eq!(busy, [31, 127, 223, 319, 415, 511]);
+}
+
+#[test]
+fn a_tick_balances_only_once_jiffies_reach_rq_next_balance() {
+    // Two nodes of 2 CPUs (MC: 2 ms → 1 jiffy idle, 32 ms → 7 busy; NUMA: 4 ms → 1 idle,
+    // 64 ms → 15 busy). CPU 0 runs a task, the others are idle. CPU 0's first softirq at
+    // jiffy 1 (4 ms) visits both levels, neither due (last_balance 0, busy intervals 7 and
+    // 15), and sets rq->next_balance to the earliest, 0 + 7 = jiffy 7. The CPU still ticks
+    // every jiffy (its timer: for the NUMA tick, and to kick the idle load balancer), but the
+    // softirq waits for jiffy 7 (28 ms); booted with nohz=off and without NUMA balancing its
+    // timer is set at jiffy 7 itself.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(
+        p.next_balance(0),
+        0,
+        "sched_init: rq->next_balance = jiffies"
+    );
+    sc.at(4 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    assert!(p.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(p.next_balance(0), 7);
+    assert_eq!(
+        p.next_periodic_ns(&sc.view(), 0),
+        Some(8 * MS),
+        "the next tick"
+    );
+    let off = Options {
+        numa_balancing: Some(false),
+        nohz: false,
+        ..Options::default()
+    };
+    let mut q = Linux::new(&s.ctx(), off);
+    assert!(q.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    assert!(q.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(q.next_periodic_ns(&sc.view(), 0), Some(28 * MS));
+    // At jiffy 6 (24 ms) no softirq; at jiffy 7 MC runs (busy, nothing to pull: balanced, so
+    // its interval doubles to 4 ms, 15 busy jiffies, due at 22), and the NUMA level, due at
+    // 15, is not: rq->next_balance = min(22, 15) = 15.
+    sc.at(24 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_none());
+    sc.at(28 * MS);
+    assert!(p.balance(&sc.view(), 0, 0, BalanceKind::Periodic).is_some());
+    assert!(p.balance(&sc.view(), 0, 1, BalanceKind::Periodic).is_none());
+    assert_eq!(p.balance_interval(0, 0, true), 15);
+    assert_eq!(p.next_balance(0), 15);
 }
 
 /// `linux`, checking at every call that each CPU's PELT sums are the sums of its attached
@@ -517,7 +613,24 @@ impl Policy for Checked {
         self.inner.balance(v, cpu, level, kind)
     }
     fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
+        self.check(v);
         self.inner.active_balance(v, busiest, target)
+    }
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        self.inner.active_balance_latency_ns()
+    }
+    fn slice_tick_ns(&self) -> Option<u64> {
+        self.inner.slice_tick_ns()
+    }
+    fn tick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
+        self.inner.tick(v, cpu)
+    }
+    fn kick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<(CpuId, u64)> {
+        self.inner.kick(v, cpu)
+    }
+    fn next_kicked(&mut self, v: &View<'_>, cpu: CpuId) -> Option<CpuId> {
+        self.check(v);
+        self.inner.next_kicked(v, cpu)
     }
 }
 
@@ -563,7 +676,8 @@ fn a_run_on_mehta_m1_completes_and_balances() {
 #[test]
 fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_failures() {
     // Two nodes of 4 CPUs at distance 20; node 0 runs four tasks, one per CPU; node 1 is idle.
-    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms): both groups have spare
+    // CPU 4 balancing the NUMA level (level 1; idle, interval 8 ms = 2 jiffies of 4 ms, HZ =
+    // 250): both groups have spare
     // (no PELT history), prefer_sibling (the MC level below has SD_PREFER_SIBLING) and
     // sibling_imbalance 4 − 0 = 4 > 1 force it; adjust_numa_imbalance(4, 0 + 1, 1) keeps 4
     // (> NUMA_IMBALANCE_MIN), halved: migrate_task 2. The busiest CPU (CPU 0, most tasks, the
@@ -592,17 +706,412 @@ fn active_balance_pushes_a_lone_running_task_after_cache_nice_tries_plus_two_fai
     let (got, rejected) = sc.apply(4, 1, a);
     assert_eq!((got, rejected), (vec![4], 0));
     assert_eq!(sc.runqueue(4), vec![0]);
-    // CPU 4 is busy now: its interval is 8 ms × busy_factor 16 − 1 jiffy = 127 ms; then a busy
-    // puller finds no overloaded group: balanced, nothing moves, no active balance.
+    // The fifth pass (jiffy 10) left rq->next_balance at its idle interval: jiffy 12 (48 ms).
+    // CPU 4 is busy now: its interval is msecs_to_jiffies(8 ms × busy_factor 16) − 1 = 31
+    // jiffies (124 ms), so at jiffy 12 the softirq runs but the level is not due, and
+    // rq->next_balance becomes jiffy 10 + 31 = 41 (164 ms): no balancing at 160 ms; at 164 ms
+    // a busy puller finds no overloaded group: balanced, nothing moves, no active balance.
+    assert_eq!(p.next_balance(4), 12);
     sc.at(48 * MS);
     assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
-    sc.at(166 * MS);
+    assert_eq!(p.next_balance(4), 41);
+    sc.at(160 * MS);
     assert!(p.balance(&sc.view(), 4, 1, BalanceKind::Periodic).is_none());
-    sc.at(167 * MS);
+    sc.at(164 * MS);
     let a = p
         .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
         .expect("due");
     assert!(a.moves.is_empty() && a.active_from.is_none());
+}
+
+#[test]
+fn one_stopper_per_busiest_cpu_until_it_has_run() {
+    // The scene above: CPU 4's fifth failing pass at the NUMA level (jiffy 10) kicks CPU 0's
+    // stopper (rq->active_balance set). Before it runs (the engine runs it 5 µs later), CPU 4's
+    // next pass (jiffy 12: the interval back at its minimum) fails again — nr_balance_failed 6
+    // — but kicks nothing: the flag is set. The stopper then pushes CPU 0's task, counts it at
+    // CPU 4's lowest level spanning CPU 0 (level 1) and clears the flag; run again, it finds
+    // the flag clear and does nothing.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 4);
+    let w = testutils::workload(Kind::Cpu, &[100; 4]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    for pid in 0..4 {
+        sc.put(pid, pid, pid, 0);
+    }
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    assert_eq!(p.active_balance_latency_ns(), Some(5_000));
+    for pass in 1..=6u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 4, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        assert_eq!(a.active_from, (pass == 5).then_some(0), "pass {pass}");
+    }
+    // The passes at level 1 (the top) recomputed rd->overloaded: no CPU has two tasks. The
+    // stopper's enqueue beside CPU 0's one task makes two: the flag is set (add_nr_running).
+    assert!(!p.rd_overloaded(&sc.view()));
+    let a = p
+        .active_balance(&sc.view(), 0, 4)
+        .expect("the kicked stopper");
+    assert!(p.rd_overloaded(&sc.view()));
+    assert_eq!(pulled(&a), vec![0]);
+    assert_eq!(a.counted_at, Some(1));
+    assert!(p.active_balance(&sc.view(), 0, 4).is_none(), "flag cleared");
+    // A stopper that finds no CFS task left (busiest_rq->nr_running <= 1: itself) does nothing
+    // and clears the flag. CPU 4 runs task 0 now, so CPU 5 balances for node 1 (the first idle
+    // CPU of its balance mask): node 0 (3 tasks, 1 idle) against node 1 (1 task, 3 idle),
+    // prefer_sibling with sibling_imbalance 2 → migrate_task (2 − 0 after
+    // adjust_numa_imbalance: local runs 1 + 1 > imb_numa_nr 1) >> 1 = 1 from CPU 1 (the first
+    // of the CPUs with most tasks); nothing detachable, so its fifth pass (jiffies 14, 16, …,
+    // 22) kicks CPU 1's stopper. CPU 1's task leaves before the stopper runs.
+    let (got, _) = sc.apply(4, 1, a);
+    assert_eq!(got, vec![4]);
+    for pass in 7..=11u64 {
+        sc.at(pass * 8 * MS);
+        let a = p
+            .balance(&sc.view(), 5, 1, BalanceKind::Periodic)
+            .expect("due every 8 ms");
+        assert!(a.moves.is_empty(), "pass {pass}");
+        assert_eq!(a.active_from, (pass == 11).then_some(1), "pass {pass}");
+    }
+    let away = |pid, from, to| Attempt {
+        moves: vec![numasim_core::interface::Move {
+            pid,
+            from,
+            to,
+            kind: numasim_core::interface::MigrationKind::Pull,
+        }],
+        ..Attempt::default()
+    };
+    sc.apply(6, 1, away(1, 1, 6));
+    assert!(
+        p.active_balance(&sc.view(), 1, 5).is_none(),
+        "nothing to move"
+    );
+    // Its task back, a stopper run now would find the flag clear: nothing.
+    sc.apply(1, 1, away(1, 6, 1));
+    assert!(p.active_balance(&sc.view(), 1, 5).is_none(), "flag cleared");
+}
+
+#[test]
+fn rd_overloaded_is_sticky_until_a_pass_at_the_top_level() {
+    // One node of 3 CPUs (one MC level: the root domain). Task 1 joins task 0 on CPU 0 (a
+    // runqueue goes from one task to two: add_nr_running sets rd->overloaded) and is pulled to
+    // CPU 1: no CPU has two tasks now, but the flag stays. So CPU 2's newly-idle balancing
+    // passes the gate and runs its pass (nothing to pull); that pass, at the root, recomputes
+    // the flag from the runqueues: cleared, and CPU 2's next newly-idle balancing is gated.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 3);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    sc.put(0, 0, 0, 0);
+    assert!(!p.rd_overloaded(&sc.view()));
+    sc.put(1, 0, 0, 0);
+    let mv = Attempt {
+        moves: vec![numasim_core::interface::Move {
+            pid: 1,
+            from: 0,
+            to: 1,
+            kind: numasim_core::interface::MigrationKind::Pull,
+        }],
+        ..Attempt::default()
+    };
+    sc.apply(1, 0, mv);
+    assert_eq!(sc.view().overload_events(), 1);
+    assert!(sc.view().none_overloaded());
+    assert!(p.rd_overloaded(&sc.view()));
+    sc.at(10 * MS);
+    let a = p
+        .balance(&sc.view(), 2, 0, BalanceKind::NewIdle)
+        .expect("the gate is open");
+    assert!(a.moves.is_empty());
+    assert!(!p.rd_overloaded(&sc.view()));
+    sc.at(20 * MS);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::NewIdle).is_none());
+}
+
+/// One periodic event of `cpu` as the engine runs it: the tick, the kick, then every level
+/// (attempts applied); the kick it sends.
+fn tick_event(
+    p: &mut Linux,
+    sc: &mut numasim_core::engine::scene::Scene<'_>,
+    cpu: CpuId,
+) -> Option<(CpuId, u64)> {
+    assert!(p.tick(&sc.view(), cpu).is_none());
+    let kick = p.kick(&sc.view(), cpu);
+    let levels = sc.view().domains.cpus[cpu].len();
+    for li in 0..levels {
+        if let Some(a) = p.balance(&sc.view(), cpu, li, BalanceKind::Periodic) {
+            sc.apply(cpu, li, a);
+        }
+    }
+    kick
+}
+
+#[test]
+fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
+    // Two nodes of 2 CPUs (MC 1 jiffy idle; NUMA 4 ms = 1 jiffy idle). Tasks 0 and 1 on
+    // CPU 0, task 1 queued and cache-hot until 4.4 ms (it last ran at 3.9 ms); CPUs 1–3 idle.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.put(1, 0, 0, 3_900_000);
+    let off = Options {
+        numa_balancing: Some(false),
+        ..Options::default()
+    };
+    let mut p = Linux::new(&s.ctx(), off);
+    for cpu in 1..4 {
+        assert_eq!(p.next_periodic_ns(&sc.view(), cpu), Some(4 * MS));
+    }
+    // Jiffy 1 (4 ms): each idle CPU's first tick in the idle loop balances it (its
+    // rq->next_balance, 0, is due; CPU 1 leaves the hot task) and stops its tick
+    // (nohz_balance_enter_idle): no timer after it. CPU 1's NUMA pass holds
+    // sched_balance_running for its work; CPUs 2 and 3, ticking at the same instant, reach
+    // their NUMA level within it and skip it, so their rq->next_balance stays due (jiffy 1);
+    // CPU 1's is 1 + 1.
+    sc.at(4 * MS);
+    for cpu in 1..4 {
+        assert_eq!(
+            tick_event(&mut p, &mut sc, cpu),
+            None,
+            "an idle tick never kicks"
+        );
+        assert!(p.nohz_tick_stopped(cpu), "CPU {cpu}");
+        assert_eq!(p.next_balance(cpu), if cpu == 1 { 2 } else { 1 });
+        assert_eq!(p.next_periodic_ns(&sc.view(), cpu), None);
+    }
+    // CPU 0's tick, busy with two tasks, jiffies 1 >= nohz.next_balance 0: a BALANCE kick
+    // (and NEXT: CPUs entered nohz). nohz.next_balance = 1 + 1; the ILB is the lowest idle CPU
+    // of the mask other than CPU 0: CPU 1, reached by an IPI 2 µs later.
+    assert_eq!(tick_event(&mut p, &mut sc, 0), Some((1, 4 * MS + 2_000)));
+    assert_eq!(p.nohz_next_balance(), 2);
+    assert_eq!(
+        p.next_periodic_ns(&sc.view(), 0),
+        Some(8 * MS),
+        "busy: every tick"
+    );
+    // The ILB run, from CPU 2 round to CPU 1 itself: CPUs 2 and 3 are due and balanced for
+    // themselves at CPU_IDLE (their NUMA level: the ILB, CPU 1, holds sched_balance_running
+    // itself), CPU 1 is not due; nohz.next_balance becomes their earliest rq->next_balance, 2.
+    sc.at(4 * MS + 2_000);
+    let run = |p: &mut Linux, sc: &mut numasim_core::engine::scene::Scene<'_>| {
+        let (mut visited, mut pulled_by) = (Vec::new(), Vec::new());
+        while let Some(x) = p.next_kicked(&sc.view(), 1) {
+            visited.push(x);
+            for li in 0..2 {
+                if let Some(a) = p.balance(&sc.view(), x, li, BalanceKind::Periodic) {
+                    if !a.moves.is_empty() {
+                        pulled_by.push((x, li));
+                    }
+                    sc.apply(x, li, a);
+                }
+            }
+        }
+        (visited, pulled_by)
+    };
+    assert_eq!(run(&mut p, &mut sc), (vec![2, 3], vec![]));
+    assert_eq!((p.next_balance(2), p.next_balance(3)), (2, 2));
+    assert_eq!(p.nohz_next_balance(), 2);
+    // Jiffy 2: CPU 0 kicks again; CPUs 2, 3 and 1 are due, in that order (ILB + 1, wrapping,
+    // the ILB last). CPU 1, last, pulls task 1 (cold now) at its MC level.
+    sc.at(8 * MS);
+    assert_eq!(tick_event(&mut p, &mut sc, 0), Some((1, 8 * MS + 2_000)));
+    sc.at(8 * MS + 2_000);
+    assert_eq!(run(&mut p, &mut sc), (vec![2, 3, 1], vec![(1, 0)]));
+    assert_eq!(sc.runqueue(1), vec![1]);
+    // CPUs 2 and 3 are due again at 2 + 1 (MC's idle interval); CPU 1, busy after its pull,
+    // at 2 + 7 (MC's busy interval): nohz.next_balance is the earliest, 3.
+    assert_eq!(p.next_balance(2), 3);
+    assert_eq!(p.next_balance(1), 9);
+    assert_eq!(p.nohz_next_balance(), 3);
+    // CPU 1's first busy tick takes it out of the mask (nohz_balance_exit_idle). Node 0 then
+    // has two CPUs whose tick runs (nr_busy_cpus 2 > 1): CPU 1 kicks CPU 2, the lowest idle
+    // CPU of the mask.
+    sc.at(12 * MS);
+    assert_eq!(tick_event(&mut p, &mut sc, 1), Some((2, 12 * MS + 2_000)));
+    assert!(!p.nohz_tick_stopped(1));
+    // Booted with nohz=off, no CPU ever stops its tick or kicks.
+    let mut q = Linux::new(&s.ctx(), Options { nohz: false, ..off });
+    sc.at(16 * MS);
+    assert_eq!(tick_event(&mut q, &mut sc, 3), None);
+    assert!(!q.nohz_tick_stopped(3));
+    assert_eq!(tick_event(&mut q, &mut sc, 0), None);
+}
+
+#[test]
+fn one_numa_level_pass_at_a_time_machine_wide() {
+    // Two nodes of 2 CPUs; CPUs 1 and 3 run a task each, CPUs 0 and 2 idle, booted with
+    // nohz=off (both balance themselves at their ticks). At jiffy 1 (4 ms) both are due at MC
+    // and at the NUMA level. CPU 0's MC pass examines 2 runqueues (2 µs), so its NUMA pass
+    // starts at 4.002 ms and holds sched_balance_running for its charged work: 4 runqueues,
+    // 4 µs, until 4.006 ms. CPU 2, at the same instant, reaches its NUMA level at 4.002 ms as
+    // well: held, skipped — no pass, last_balance kept, so its rq->next_balance (1) stays
+    // due and its next tick (jiffy 2) balances it.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100; 2]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 1, 1, 0);
+    sc.put(1, 3, 3, 0);
+    let o = Options {
+        numa_balancing: Some(false),
+        nohz: false,
+        ..Options::default()
+    };
+    let mut p = Linux::new(&s.ctx(), o);
+    sc.at(4 * MS);
+    let mc0 = p
+        .balance(&sc.view(), 0, 0, BalanceKind::Periodic)
+        .expect("MC due");
+    assert_eq!(mc0.rqs_examined, 2);
+    let numa0 = p
+        .balance(&sc.view(), 0, 1, BalanceKind::Periodic)
+        .expect("NUMA due");
+    assert_eq!(numa0.rqs_examined, 4);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::Periodic).is_some());
+    assert!(
+        p.balance(&sc.view(), 2, 1, BalanceKind::Periodic).is_none(),
+        "held by CPU 0"
+    );
+    assert_eq!(p.next_balance(2), 1);
+    assert_eq!(p.next_balance(0), 2);
+    sc.at(8 * MS);
+    assert!(p.balance(&sc.view(), 2, 0, BalanceKind::Periodic).is_some());
+    assert!(p.balance(&sc.view(), 2, 1, BalanceKind::Periodic).is_some());
+}
+
+#[test]
+fn ni_random_runs_newly_idle_balancing_as_often_as_it_succeeds() {
+    // One node of 2 CPUs; CPU 0 runs task 0 with task 1 queued, hot (it ran at 0 and every
+    // try is within 0.5 ms: a nanosecond apart), so a newly-idle pass of CPU 1 finds it but
+    // pulls nothing. newidle_ratio starts
+    // at 512: a pass runs when the 1k-sided dice shows at most 513 (about half the time);
+    // every try, run or skipped, counts a call, and at the 1024th call (the 512th here: the
+    // count starts at 512) newidle_ratio becomes the successes (256 at start, none since) and
+    // both counts halve — so after 512 failures the ratio is 256, after 512 more 128, …,
+    // 0 after 5 120, when a pass runs only on a dice of 0 or 1 (2 in 1024).
+    let s = one_node_2(2);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    sc.put(1, 0, 0, 0);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let mut runs = 0;
+    let mut tries = 0;
+    let mut try_once = |p: &mut Linux, sc: &mut numasim_core::engine::scene::Scene<'_>| {
+        tries += 1;
+        sc.at(tries);
+        let a = p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle);
+        if let Some(a) = a {
+            assert!(a.moves.is_empty());
+            1
+        } else {
+            0
+        }
+    };
+    for _ in 0..511 {
+        runs += try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 512);
+    runs += try_once(&mut p, &mut sc);
+    assert_eq!(p.newidle_ratio(1, 0), 256);
+    assert!((200..=312).contains(&runs), "about half of 512 ran: {runs}");
+    for _ in 0..4095 {
+        try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 2);
+    for _ in 0..512 {
+        try_once(&mut p, &mut sc);
+    }
+    assert_eq!(p.newidle_ratio(1, 0), 1);
+    try_once(&mut p, &mut sc);
+    assert_eq!(p.newidle_ratio(1, 0), 0);
+    let late: u32 = (0..2048).map(|_| try_once(&mut p, &mut sc)).sum();
+    assert!(late <= 12, "about 2 in 1024 run: {late} of 2048");
+    // With NI_RANDOM off every try runs.
+    let mut q = Linux::new(&s.ctx(), no_dice());
+    sc.at(100_000);
+    assert!(q.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_some());
+}
+
+#[test]
+fn prefer_sibling_is_the_busiest_group_s_own_flag() {
+    // mehta-m1's `linux` domains seen from CPU 0: a group holds the flags of the domain it was
+    // built from, so node-sized groups (the MC level's span) prefer siblings and groups built
+    // from NUMA levels do not; single-CPU groups (MC's) have no flags (their SMT/cluster
+    // domain was degenerate and destroyed).
+    let m1 = testutils::preset("mehta-m1");
+    let w = testutils::workload(Kind::Cpu, &[100; 9]);
+    let s = Setup::new(m1, Builder::Linux, w);
+    let p = Linux::new(&s.ctx(), Options::default());
+    let sc = s.scene();
+    let v = sc.view();
+    let flags: Vec<Vec<(usize, bool)>> = (0..6)
+        .map(|li| {
+            let level = &v.domains.cpus[0][li];
+            (0..level.groups.len())
+                .map(|gi| {
+                    let w = level.groups[gi].weight;
+                    (w, p.group_prefers_sibling(&v, 0, li, gi))
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            vec![(1, false), (1, false)],
+            vec![(2, true), (2, true), (2, true), (2, true)],
+            vec![(8, false), (2, true), (2, true), (2, true)],
+            vec![(14, false), (12, false)],
+            vec![(20, false), (2, true), (2, true), (8, false)],
+            vec![(26, false), (26, false), (26, false)],
+        ]
+    );
+    drop(sc);
+    // CPU 0, idle, balancing NUMA2 (14 CPUs: its 8-CPU NUMA1 span and three nodes): three
+    // tasks in its local group, six on one remote node (5 on its first CPU, 1 on the other),
+    // no PELT (every group has spare). The busiest group is that node, a 2-CPU group built
+    // from the MC level: prefer_sibling. sibling_imbalance = (2·(8·6 − 2·3) + 8 + 2) / (8 + 2)
+    // = 9 > 1 forces the balance, and migrate_task is 9 (adjust_numa_imbalance keeps it: the
+    // destination would run 4 > imb_numa_nr 1 tasks) >> 1 = 4: four tasks pulled. (With the
+    // flag of CPU 0's level below, NUMA1's, it would be the idle-CPU difference 5 >> 1 = 2.)
+    let mut sc = s.scene();
+    let level = &s.d.cpus[0][2];
+    let node = level
+        .groups
+        .iter()
+        .find(|g| !g.local && g.weight == 2)
+        .unwrap();
+    let (a, b) = {
+        let mut it = node.span.iter();
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    let local: Vec<usize> = level.groups[0]
+        .span
+        .iter()
+        .filter(|&c| c != 0)
+        .take(3)
+        .collect();
+    for (pid, &c) in local.iter().enumerate() {
+        sc.put(pid, c, c, 0);
+    }
+    for pid in 3..8 {
+        sc.put(pid, a, a, 0);
+    }
+    sc.put(8, b, b, 0);
+    sc.at(100 * MS);
+    let mut p = Linux::new(&s.ctx(), Options::default());
+    let got = p
+        .balance(&sc.view(), 0, 2, BalanceKind::Periodic)
+        .expect("due");
+    assert_eq!(got.moves.len(), 4, "{got:?}");
+    assert!(got.moves.iter().all(|m| m.from == a && m.to == 0));
 }
 
 #[test]
@@ -630,7 +1139,7 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
     let mut sc = s.scene();
     sc.put(0, 0, 0, 0);
     sc.at(10 * MS);
-    let mut p = Linux::new(&s.ctx(), Options::default());
+    let mut p = Linux::new(&s.ctx(), no_dice());
     assert_eq!(p.avg_idle_ns(1), 1_000_000, "start: 2 × migration cost");
     assert!(p.balance(&sc.view(), 1, 0, BalanceKind::NewIdle).is_none());
     sc.at(10 * MS + 100_000);
@@ -648,7 +1157,7 @@ fn avg_idle_follows_idle_durations_and_gates_newly_idle_balancing() {
             sc.put(pid, 0, 0, 0);
         }
         sc.at(10 * MS);
-        let mut p = Linux::new(&setup.ctx(), Options::default());
+        let mut p = Linux::new(&setup.ctx(), no_dice());
         let a = p
             .balance(&sc.view(), 1, 0, BalanceKind::NewIdle)
             .expect("runs");
@@ -760,11 +1269,16 @@ fn pick_busiest_at_asym_levels_orders_misfits_and_spares_fast_groups() {
         dst_capacity: 1024,
         local_type: GroupType::HasSpare,
     };
-    // The biggest misfit wins (ties: the later).
+    // The biggest misfit wins (ties: the first, `>` in 6.12).
     assert!(update_sd_pick_busiest(Some(fast), None, &misfit(500)));
     assert!(update_sd_pick_busiest(
         Some(fast),
         Some(&misfit(500)),
+        &misfit(1024)
+    ));
+    assert!(!update_sd_pick_busiest(
+        Some(fast),
+        Some(&misfit(1024)),
         &misfit(1024)
     ));
     assert!(!update_sd_pick_busiest(
@@ -882,7 +1396,9 @@ fn the_same_scene_on_one_speed_pulls_nothing() {
 fn a_run_on_amc1_completes_and_moves_misfits_to_fast_cpus() {
     let m = testutils::preset("amc1");
     let d = Builder::Linux.build(&m, &BuildOptions::default());
-    let w = WorkloadSpec::parse("w", "n=64,kind=cpu,exec=300,arrival=same")
+    // Demands of 100–500 ms: the fast CPUs run out of work while slow ones still run tasks
+    // that do not fit them.
+    let w = WorkloadSpec::parse("w", "n=64,kind=cpu,exec=100-500,arrival=same")
         .unwrap()
         .generate("w", 1, m.node_cpu_lists())
         .unwrap();

@@ -7,6 +7,8 @@
 //!   arrivals: pids by arrival time, read in order (first among events at the same instant)
 //!   events: 4-ary heap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
+//!                                               | Active{busiest, target} | Kick(cpu)
+//!                                               | KickNext(cpu) | Global | Affinity(pid, k)
 //!   wheel:  Balance(cpu, gen) timers on a tick of the next 512, a bucket per tick (wheel.rs);
 //!           the next event is the heap's top or the wheel's front, whichever key is smaller
 //!   cpu c:  current ── running, progress accounted up to acct_ns
@@ -104,6 +106,17 @@ enum Event {
     Global,
     /// Change `k` of the process's affinity (`Process::affinity[k]`) takes effect.
     Affinity(Pid, u32),
+    /// An active balance asked for by an attempt of `target` at `level` runs: `busiest`'s
+    /// migration thread (`Policy::active_balance_latency_ns`).
+    Active {
+        busiest: CpuId,
+        target: CpuId,
+        level: usize,
+    },
+    /// An interrupt another CPU sent (`Policy::kick`) reaches this CPU.
+    Kick(CpuId),
+    /// This CPU's balancing on other CPUs' behalf goes on (`Policy::next_kicked`).
+    KickNext(CpuId),
 }
 
 /// An event in the heap, earliest first: by time, then by the sequence number it was
@@ -180,6 +193,8 @@ struct State<'a> {
     events_processed: u64,
     /// CPUs whose running process a decision moved away: they pick their next one.
     vacated: Vec<CpuId>,
+    /// Per CPU: whether it is balancing on other CPUs' behalf (a `KickNext` is pending).
+    kicked: Vec<bool>,
     /// Processes to arrive, by arrival time then pid (read in order by `drive`).
     arrivals: Vec<Pid>,
     /// Per application: running ns and remote-share-weighted ns per time bin (metrics).
@@ -187,6 +202,10 @@ struct State<'a> {
     /// The slice a running process gets before the next queued one runs: the policy's
     /// (`Policy::timeslice_ns`) or the config's.
     slice_ns: u64,
+    /// The tick at which an expired slice is seen (`Policy::slice_tick_ns`; 0: at once).
+    slice_tick_ns: u64,
+    /// How long after the asking attempt an active balance runs (`None`: at once).
+    active_latency_ns: Option<u64>,
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
@@ -295,6 +314,7 @@ impl<'a> State<'a> {
         if over != self.w.overloaded.contains(cpu) {
             self.w.overloaded.set(cpu, over);
             self.w.overloaded_count = if over {
+                self.w.overload_events += 1;
                 self.w.overloaded_count + 1
             } else {
                 self.w.overloaded_count - 1
@@ -399,7 +419,11 @@ impl<'a> State<'a> {
         let p = &self.w.procs[pid];
         let need = (p.burst_left.max(0.0) / rate).ceil() as u64;
         let t_work = start + need;
-        let t_slice = self.w.now + p.slice_left_ns.max(1);
+        let mut t_slice = self.w.now + p.slice_left_ns.max(1);
+        if self.slice_tick_ns > 0 {
+            // The end of a slice is seen at the policy's tick (Policy::slice_tick_ns).
+            t_slice = t_slice.div_ceil(self.slice_tick_ns) * self.slice_tick_ns;
+        }
         let gen = self.w.cpus[cpu].milestone_gen;
         self.push(t_work.min(t_slice), Event::Milestone(cpu, gen));
     }
@@ -661,6 +685,19 @@ impl<'a> State<'a> {
         slot: usize,
         attempt: &Attempt,
     ) -> Vec<CpuId> {
+        self.apply_for(cpu, cpu, level, slot, attempt)
+    }
+
+    /// [`State::apply`] of an attempt made for `cpu` (counted and traced as its) by `payer`,
+    /// whose CPU does the work and stalls for it: another CPU balancing on its behalf.
+    fn apply_for(
+        &mut self,
+        cpu: Option<CpuId>,
+        payer: Option<CpuId>,
+        level: usize,
+        slot: usize,
+        attempt: &Attempt,
+    ) -> Vec<CpuId> {
         let mut touched = Vec::new();
         if let Some(c) = cpu {
             self.count_idle_attempt(c, slot);
@@ -710,7 +747,7 @@ impl<'a> State<'a> {
                 .memory
                 .migrate(pm.from_node, pm.to_node, pm.share);
         }
-        self.charge(cpu, level, slot, &attempt.costs(), moved);
+        self.charge(cpu, payer, level, slot, &attempt.costs(), moved);
         if !attempt.pages.is_empty() {
             // Page moves change the speed of every running thread of the moved groups.
             for c in 0..self.w.cpus.len() {
@@ -731,12 +768,21 @@ impl<'a> State<'a> {
         }
     }
 
-    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `cpu` (none:
-    /// a machine-wide callback), and counts it for its kind (`slot`) and level. Inlined: it
-    /// runs once per attempt, most of them an idle CPU's quiet ones, whose constant slot and
-    /// `moved` then fold away (docs/PERFORMANCE.md, lever 41).
+    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `payer`
+    /// (none: a machine-wide callback), and counts it for `cpu`, its kind (`slot`) and level
+    /// (`payer` is `cpu` unless another CPU balanced on `cpu`'s behalf). Inlined: it runs once
+    /// per attempt, most of them an idle CPU's quiet ones, whose constant slot and `moved` then
+    /// fold away (docs/PERFORMANCE.md, lever 41).
     #[inline(always)]
-    fn charge(&mut self, cpu: Option<CpuId>, level: usize, slot: usize, c: &Costs, moved: usize) {
+    fn charge(
+        &mut self,
+        cpu: Option<CpuId>,
+        payer: Option<CpuId>,
+        level: usize,
+        slot: usize,
+        c: &Costs,
+        moved: usize,
+    ) {
         let cost = self.w.config.cost_per_rq_ns * u64::from(c.rqs_examined + c.locks)
             + self.w.config.cost_per_task_ns * u64::from(c.tasks_examined)
             + self.w.config.cost_per_evaluation_ns * u64::from(c.evaluations)
@@ -758,7 +804,7 @@ impl<'a> State<'a> {
                 .balances
                 .push((self.w.now, at, level, kind.into(), moved));
         }
-        if let Some(cpu) = cpu {
+        if let Some(cpu) = payer {
             self.w.cpus[cpu].balance_ns += cost;
             if self.w.config.assumptions.slice == SliceCharge::Work {
                 if let Some(pid) = self.w.cpus[cpu].current {
@@ -846,6 +892,8 @@ impl<'a> State<'a> {
                 held: std::collections::BTreeSet::new(),
                 overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
                 overloaded_count: 0,
+                overload_events: 0,
+                run_seed: workload_digest(workload),
                 group_loads: crate::load::GroupLoads::new(
                     domains.group_spans.iter().map(|s| s.len()).collect(),
                     machine.cpus(),
@@ -866,9 +914,12 @@ impl<'a> State<'a> {
             trace_events: TraceEvents::default(),
             events_processed: 0,
             vacated: Vec::new(),
+            kicked: vec![false; machine.cpus()],
             arrivals: Vec::new(),
             app_bins: vec![Vec::new(); workload.apps.len()],
             slice_ns: config.timeslice_ns,
+            slice_tick_ns: 0,
+            active_latency_ns: None,
             pelt: false,
             quiet: Quiet::default(),
             tick_span: (0, config.tick_ns),
@@ -876,6 +927,32 @@ impl<'a> State<'a> {
             distribute_prev: 0,
         }
     }
+}
+
+/// A digest of `workload` (`World::run_seed`): splitmix64 steps over each process's seed,
+/// arrival, demand, kind and parent CPU, in pid order.
+fn workload_digest(workload: &Workload) -> u64 {
+    let mix = |h: u64, x: u64| {
+        let mut z = (h ^ x).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    workload.processes.iter().fold(0, |h, p| {
+        let kind = match p.kind {
+            Kind::Cpu => 0,
+            Kind::Io => 1,
+        };
+        [
+            p.seed,
+            p.arrival_ns,
+            p.demand_ns,
+            kind,
+            u64::from(p.spawn_cpu),
+        ]
+        .into_iter()
+        .fold(h, mix)
+    })
 }
 
 /// Runs `workload` on `machine` with `policy` over `domains`.
@@ -936,6 +1013,8 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
             p.slice_left_ns = p.slice_left_ns.min(slice);
         }
     }
+    s.slice_tick_ns = policy.slice_tick_ns().unwrap_or(0);
+    s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
@@ -1000,6 +1079,23 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 global_period.expect("scheduled with a period"),
             ),
             Event::Affinity(pid, k) => affinity_change(&mut s, policy, pid, k as usize),
+            Event::Active {
+                busiest,
+                target,
+                level,
+            } => active_balance(&mut s, policy, busiest, target, level),
+            Event::Kick(cpu) => {
+                // A CPU busy with charged work takes the interrupt's work up after it.
+                let end = s.w.cpus[cpu].stall_until;
+                if s.kicked[cpu] {
+                } else if end > s.w.now {
+                    s.kicked[cpu] = true;
+                    s.push(end, Event::KickNext(cpu));
+                } else {
+                    kick_step(&mut s, policy, cpu);
+                }
+            }
+            Event::KickNext(cpu) => kick_step(&mut s, policy, cpu),
         }
     }
     let mut result = metrics::collect(s);
@@ -1310,6 +1406,14 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
+    newidle_balance(s, policy, cpu);
+    s.dispatch(policy, cpu);
+    refresh_balance_timer(s, policy, cpu);
+}
+
+/// Newly-idle balancing of `cpu`, a CPU with nothing to run: the levels the policy balances,
+/// lowest first, until one pulls work or the CPU has some.
+fn newidle_balance(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     let levels = s.w.domains.cpus[cpu].len();
     for level in 0..levels {
         if s.w.cpus[cpu].current.is_some() {
@@ -1319,15 +1423,17 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let Some(attempt) = attempt.as_ref() else {
             continue;
         };
+        let active = attempt.active_from;
         let received = s.apply(Some(cpu), level, 1, attempt);
         let moved = !received.is_empty();
         wake_receivers(s, policy, &received);
+        if let Some(busiest) = active {
+            ask_active_balance(s, policy, busiest, cpu, cpu, level);
+        }
         if moved {
             break;
         }
     }
-    s.dispatch(policy, cpu);
-    refresh_balance_timer(s, policy, cpu);
 }
 
 /// The machine-wide callback of user-space balancers; rescheduled while work remains.
@@ -1346,7 +1452,7 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         for i in 0..s.quiet.attempts.len() {
             let (level, costs) = s.quiet.attempts[i];
             s.count_idle_attempt(cpu, 0);
-            s.charge(Some(cpu), level, 0, &costs, 0);
+            s.charge(Some(cpu), Some(cpu), level, 0, &costs, 0);
         }
         s.quiet.attempts.clear();
         let next = s.quiet.next_ns.take();
@@ -1358,6 +1464,22 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         let received = s.apply(Some(cpu), 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
+    // An interrupt the tick sends another CPU.
+    if let Some((to, t)) = policy.kick(&s.view(), cpu) {
+        if to < s.w.cpus.len() {
+            s.push(t.max(s.w.now), Event::Kick(to));
+        } else {
+            s.stats.rejected += 1;
+        }
+    }
+    balance_levels(s, policy, cpu, cpu);
+    refresh_balance_timer(s, policy, cpu);
+}
+
+/// The periodic balancing of `cpu`, done by `payer` (itself, or another CPU on its behalf):
+/// the levels the policy says may be due, lowest first, each attempt applied before the next,
+/// charged to `payer`.
+fn balance_levels(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId, payer: CpuId) {
     let levels = s.w.domains.cpus[cpu].len();
     let all = if levels >= 64 {
         u64::MAX
@@ -1373,22 +1495,83 @@ fn periodic(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             continue;
         };
         let active = attempt.active_from;
-        let received = s.apply(Some(cpu), level, 0, attempt);
+        let received = s.apply_for(Some(cpu), Some(payer), level, 0, attempt);
         wake_receivers(s, policy, &received);
         if let Some(busiest) = active {
-            if let Some(a) = policy.active_balance(&s.view(), busiest, cpu).as_ref() {
-                let received = s.apply(Some(busiest), level, 2, a);
-                wake_receivers(s, policy, &received);
-            }
+            ask_active_balance(s, policy, busiest, cpu, payer, level);
+        }
+    }
+}
+
+/// `cpu`, interrupted by another CPU's kick (or going on after balancing one CPU), balances
+/// the CPUs the policy names on their behalf (`Policy::next_kicked`), each in turn: its work
+/// is charged to `cpu`, and the next one starts when that work ends. A kick that arrives while
+/// such a run is in progress joins it (the policy sees it through its own state).
+fn kick_step(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    s.kicked[cpu] = false;
+    while let Some(other) = policy.next_kicked(&s.view(), cpu) {
+        if other >= s.w.cpus.len() {
+            s.stats.rejected += 1;
+            break;
+        }
+        balance_levels(s, policy, other, cpu);
+        let end = s.w.cpus[cpu].stall_until;
+        if end > s.w.now {
+            s.kicked[cpu] = true;
+            s.push(end, Event::KickNext(cpu));
+            return;
         }
     }
     refresh_balance_timer(s, policy, cpu);
 }
 
+/// An attempt of `target` at `level`, made by `payer`, asked for an active balance from
+/// `busiest`: it runs now, or the policy's latency after `payer`'s charged work for the
+/// attempt ends (`Policy::active_balance_latency_ns`).
+fn ask_active_balance(
+    s: &mut State<'_>,
+    policy: &mut dyn Policy,
+    busiest: CpuId,
+    target: CpuId,
+    payer: CpuId,
+    level: usize,
+) {
+    match s.active_latency_ns {
+        None => active_balance(s, policy, busiest, target, level),
+        Some(latency) => {
+            let t = s.w.cpus[payer].stall_until.max(s.w.now) + latency;
+            s.push(
+                t,
+                Event::Active {
+                    busiest,
+                    target,
+                    level,
+                },
+            );
+        }
+    }
+}
+
+/// `busiest`'s migration thread pushes to `target` (the policy's `active_balance`), counted
+/// at the attempt's `counted_at` or the asking `level`, charged to `busiest`.
+fn active_balance(
+    s: &mut State<'_>,
+    policy: &mut dyn Policy,
+    busiest: CpuId,
+    target: CpuId,
+    level: usize,
+) {
+    if let Some(a) = policy.active_balance(&s.view(), busiest, target).as_ref() {
+        let received = s.apply(Some(busiest), a.counted_at.unwrap_or(level), 2, a);
+        wake_receivers(s, policy, &received);
+    }
+}
+
 /// CPUs that received processes start running them if they were idle; CPUs whose running
 /// process was moved or held away run their next one, or are offered to the policy's
-/// `cpu_idle` (which may give them work, or move more), or idle with the idle balancing
-/// interval.
+/// `cpu_idle` (which may give them work, or move more), or balance newly idle as a CPU whose
+/// process stopped does (the kernel's `schedule()` on the emptied CPU: 2.6's `idle_balance`,
+/// 6.x's `sched_balance_newidle`), then idle with the idle balancing interval.
 #[inline]
 fn wake_receivers(s: &mut State<'_>, policy: &mut dyn Policy, received: &[CpuId]) {
     if received.is_empty() && s.vacated.is_empty() {
@@ -1412,6 +1595,8 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
             }
         }
         if s.w.cpus[cpu].current.is_none() {
+            newidle_balance(s, policy, cpu);
+            s.dispatch(policy, cpu);
             refresh_balance_timer(s, policy, cpu);
         }
     }

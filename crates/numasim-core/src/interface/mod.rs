@@ -11,10 +11,13 @@
 //!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
 //!          ── quiet_periodic(view, cpu) at that timer ──────► true + costs (decided nothing)
 //!          ── or tick(view, cpu) at that timer, first ──────► Attempt    (per-task tick work)
+//!          ── kick(view, cpu) right after ──────────────────► (other cpu, when): an interrupt
+//!          ── next_kicked(view, cpu) when one arrives ──────► cpu to balance for, or None
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
-//!          ── active_balance(view, busiest, target, level) ─► Attempt
+//!          ── active_balance(view, busiest, target) ─────────► Attempt    (at once, or later:
+//!             active_balance_latency_ns)
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
-//!          ── timeslice_ns(), tracks_pelt() at the start ───► slice, PELT kept or not
+//!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Distribute | To(cpu) | Hold
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision (a CPU out of range, a process not where the move says, a
@@ -113,8 +116,13 @@ pub struct Attempt {
     pub holds: Vec<Pid>,
     /// Processor for held processes (see [`Policy::place_new`]).
     pub places: Vec<(Pid, CpuId)>,
-    /// Ask the engine to run `active_balance(busiest, target=this cpu)` right after.
+    /// Ask the engine to run `active_balance(busiest, target=this cpu)`: right after, or
+    /// [`Policy::active_balance_latency_ns`] after the attempt's work.
     pub active_from: Option<CpuId>,
+    /// The level the engine counts this attempt at (its statistics and trace), when not the
+    /// one it was asked about: e.g. an active balance counted, as the kernel's schedstat
+    /// counts it, at the target's lowest level that spans the busiest CPU.
+    pub counted_at: Option<usize>,
 }
 
 impl Attempt {
@@ -246,7 +254,8 @@ pub trait Policy: Send {
         false
     }
 
-    /// Active balancing: `busiest`'s migration thread pushes to `target`.
+    /// Active balancing: `busiest`'s migration thread pushes to `target` (asked for by an
+    /// attempt's `active_from`, periodic or newly idle).
     fn active_balance(
         &mut self,
         _view: &View<'_>,
@@ -256,10 +265,28 @@ pub trait Policy: Send {
         None
     }
 
+    /// How long after the attempt that asked for it an active balance runs (the wake-up of the
+    /// busiest CPU's migration thread): `None` (the default) runs it at once, before the next
+    /// level is balanced; `Some(ns)` runs it `ns` after the asking CPU's charged work for the
+    /// attempt ends, the asking CPU balancing its other levels meanwhile. Read once, when the
+    /// run starts.
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        None
+    }
+
     /// The slice a running process gets while others wait on its CPU (round robin, the front of
     /// the queue next): the policy's queue discipline; `None` = the config's `timeslice_ns`
     /// (2.6's 100 ms). Read once, when the run starts.
     fn timeslice_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// The period of the tick at which the policy's scheduler sees that a running process's
+    /// slice has run out, when it has no high-resolution timer for it: a process whose slice
+    /// has ended keeps its CPU until the next multiple of this period (the clock starts at a
+    /// tick). `None` (the default): the slice ends exactly when it runs out. Read once, when
+    /// the run starts.
+    fn slice_tick_ns(&self) -> Option<u64> {
         None
     }
 
@@ -285,6 +312,25 @@ pub trait Policy: Send {
     /// each of the CPU's periodic events ([`Policy::next_periodic_ns`]) before its balancing:
     /// a policy that wants every tick asks for its timer at every tick. None by default.
     fn tick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<Attempt> {
+        None
+    }
+
+    /// An interrupt `cpu` sends another CPU at its periodic event (asked right after
+    /// [`Policy::tick`], before its balancing): `(to, at_ns)`. At `at_ns` (or when `to`'s
+    /// charged work in progress ends) the engine starts `to`'s balancing on other CPUs' behalf
+    /// ([`Policy::next_kicked`]); nothing else happens there (no tick). None by default.
+    fn kick(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<(CpuId, u64)> {
+        None
+    }
+
+    /// `cpu` was interrupted by a [`Policy::kick`] (or has finished balancing for one CPU): the
+    /// next CPU whose periodic balancing it does on that CPU's behalf, or `None` when it is
+    /// done. The engine balances the CPU named as at a periodic event of its own
+    /// ([`Policy::due_levels`], then [`Policy::balance`] with `Periodic`, each attempt counted
+    /// as that CPU's and charged to `cpu`), then asks again once `cpu`'s charged work ends. A
+    /// kick that reaches `cpu` while it is at this starts nothing new: the policy knows of it
+    /// (it sent it) and may name more CPUs. None by default.
+    fn next_kicked(&mut self, _view: &View<'_>, _cpu: CpuId) -> Option<CpuId> {
         None
     }
 

@@ -47,6 +47,10 @@ pub struct World<'a> {
     /// CPUs with two or more runnable tasks, and how many.
     pub(crate) overloaded: CpuSet,
     pub(crate) overloaded_count: usize,
+    /// How many times a runqueue went from fewer than two tasks to two or more.
+    pub(crate) overload_events: u64,
+    /// A digest of the workload (`World::run_seed`).
+    pub(crate) run_seed: u64,
     /// Load sums of the domains' groups, kept within a tick.
     pub(crate) group_loads: GroupLoads,
     /// `now / tick_ns`: the tick whose load averages it reads (kept with `now`).
@@ -57,6 +61,15 @@ pub struct World<'a> {
 }
 
 impl World<'_> {
+    /// A number fixed by the run's workload — a digest of every process's seed, arrival,
+    /// demand, kind and parent CPU — for a policy that draws pseudo-random numbers (as a
+    /// kernel seeds its generators at boot): every run of the same workload draws the same,
+    /// other workloads (other replications) draw others.
+    #[inline]
+    pub fn run_seed(&self) -> u64 {
+        self.run_seed
+    }
+
     /// The CPUs `pid` may run on now (`p->cpus_ptr`), or `None` when it may run on every CPU
     /// (the default: then nothing restricts it and every test below is true).
     #[inline]
@@ -170,6 +183,14 @@ impl View<'_> {
     /// Whether no CPU has two runnable tasks (`overloaded` is empty), in constant time.
     pub fn none_overloaded(&self) -> bool {
         self.overloaded_count == 0
+    }
+
+    /// How many times, since the run started, a runqueue went from fewer than two runnable
+    /// tasks to two or more (a CPU joined [`View::overloaded`]): a policy that keeps a flag
+    /// such a change sets — as the kernel's `add_nr_running` sets `rd->overloaded` — compares
+    /// it with the count it last saw.
+    pub fn overload_events(&self) -> u64 {
+        self.overload_events
     }
 
     /// The sums of `group`'s CPUs' loads now at load index `idx` (0 = instantaneous, `i` =

@@ -39,9 +39,11 @@ pub const POLICIES: [PolicyInfo; 19] = [
         name: "linux",
         description: "Linux 6.x CFS/EEVDF load balancer: PELT, group classification, migration \
                       types, imb_numa_nr, newly-idle cost gating, wake_affine and \
-                      select_idle_sibling; options slice-us, nr-migrate",
-        reference: "Linux 6.13 kernel/sched/fair.c (sched_balance_rq, calculate_imbalance, \
-                    detach_tasks, sched_balance_find_dst_group, select_idle_sibling, ...) and pelt.c",
+                      select_idle_sibling, nohz idle balancing; options slice-us, nr-migrate, hz, nohz, \
+                      ni_random, numa_balancing",
+        reference: "Linux 6.12.95 as Debian builds it: kernel/sched/fair.c (sched_balance_rq, \
+                    calculate_imbalance, detach_tasks, sched_balance_find_dst_group, \
+                    select_idle_sibling, _nohz_idle_balance, ...) and pelt.c",
         default_domains: "linux",
     },
     PolicyInfo {

@@ -3,7 +3,7 @@
 //! periodic and newly-idle passes.
 
 use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
-use super::{Linux, MIGRATION_COST_NS, NEWIDLE_COST_DECAY_PERIOD_NS, NUMA_IMBALANCE_MIN};
+use super::{Linux, MIGRATION_COST_NS, NUMA_IMBALANCE_MIN};
 use crate::cpuset::CpuSet;
 use crate::domains::{sd, Level};
 use crate::interface::{Attempt, MigrationKind, Move, Pid, View};
@@ -295,8 +295,9 @@ pub fn update_sd_pick_busiest(
     }
     let pick = match sg.group_type {
         GroupType::Overloaded => sg.avg_load > b.avg_load,
-        // "If we have more than one misfit sg go with the biggest misfit."
-        GroupType::MisfitTask => sg.group_misfit_task_load >= b.group_misfit_task_load,
+        // "If we have more than one misfit sg go with the biggest misfit" (strictly: the first
+        // of equals stays).
+        GroupType::MisfitTask => sg.group_misfit_task_load > b.group_misfit_task_load,
         // avg_load is not computed for fully busy groups (0), so they tie: since v6.5 ("sched/
         // fair: Keep a fully_busy SMT sched group as busiest") a tie returns false only when
         // the busiest so far is an SMT group (`SD_SHARE_CPUCAPACITY`, never here), and the
@@ -317,12 +318,38 @@ pub fn update_sd_pick_busiest(
 }
 
 impl Linux {
-    /// `get_sd_balance_interval`, in ns (kept by `SdState::set_interval`).
-    pub(super) fn interval_ns(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
-        self.sd[cpu][li].interval_ns[usize::from(busy)]
+    /// `get_sd_balance_interval`, in jiffies (kept by `SdState::set_interval`).
+    pub(super) fn interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+        self.sd[cpu][li].interval[usize::from(busy)]
     }
 
-    /// `update_newidle_cost`: a new maximum, or the decay once a second; whether it decayed.
+    /// `sched_rng()` on `cpu`: its `sched_rnd_state`, seeded from the run's workload digest
+    /// on first use (`prandom.rs`).
+    pub(super) fn sched_rng(&mut self, v: &View<'_>, cpu: CpuId) -> u32 {
+        if self.rng.is_empty() {
+            self.rng = (0..v.machine.cpus())
+                .map(|c| super::prandom::Prandom::for_cpu(v.run_seed(), c))
+                .collect();
+        }
+        self.rng[cpu].next_u32()
+    }
+
+    /// `update_newidle_stats`: a newly-idle pass (or a dice throw that skipped one) at level
+    /// `li`; every 1024 calls the success count becomes `newidle_ratio` and both halve.
+    pub(super) fn update_newidle_stats(&mut self, cpu: CpuId, li: usize, success: u32) {
+        let st = &mut self.sd[cpu][li];
+        st.newidle_call += 1;
+        st.newidle_success += success;
+        if st.newidle_call >= 1024 {
+            st.newidle_ratio = st.newidle_success;
+            st.newidle_call /= 2;
+            st.newidle_success /= 2;
+        }
+    }
+
+    /// `update_newidle_cost` at jiffy `now`: a new maximum, or the decay once `HZ` jiffies
+    /// have passed since the last (`time_after(now, last_decay_max_lb_cost + HZ)`); whether
+    /// it decayed.
     pub(super) fn update_newidle_cost(
         &mut self,
         cpu: CpuId,
@@ -330,13 +357,14 @@ impl Linux {
         now: u64,
         cost: u64,
     ) -> bool {
+        let hz = self.hz;
         let st = &mut self.sd[cpu][li];
         if cost > st.max_newidle_lb_cost_ns {
             st.max_newidle_lb_cost_ns = cost;
-            st.last_decay_max_lb_cost_ns = now;
-        } else if now > st.last_decay_max_lb_cost_ns + NEWIDLE_COST_DECAY_PERIOD_NS {
+            st.last_decay_max_lb_cost = now;
+        } else if now > st.last_decay_max_lb_cost + hz {
             st.max_newidle_lb_cost_ns = st.max_newidle_lb_cost_ns * 253 / 256;
-            st.last_decay_max_lb_cost_ns = now;
+            st.last_decay_max_lb_cost = now;
             return true;
         }
         false
@@ -417,7 +445,7 @@ impl Linux {
     /// `sched_balance_find_src_group`: the busiest group's index, the migration type and the
     /// imbalance, or `None` when balanced. Adds the runqueues it read to `a`.
     pub(super) fn find_src_group(
-        &self,
+        &mut self,
         v: &View<'_>,
         cpu: CpuId,
         li: usize,
@@ -436,8 +464,10 @@ impl Linux {
         });
         // The local group is the first (the kernel's too), so its type is known for the
         // others' update_sd_pick_busiest.
+        let mut misfit = false;
         for (gi, g) in level.groups.iter().enumerate() {
             let s = self.sg_stats(v, g, pct, st.asym && !g.local, excluded);
+            misfit |= s.group_misfit_task_load > 0;
             a.rqs_examined += g.weight as u32;
             total_load += s.group_load;
             total_capacity += s.group_capacity;
@@ -454,13 +484,28 @@ impl Linux {
                 busiest = Some((gi, s));
             }
         }
+        if li + 1 == v.domains.cpus[cpu].len() {
+            // update_sd_lb_stats at the root domain: rd->overloaded is whether some CPU of it
+            // (in env->cpus) has two tasks, or (SD_ASYM_CPUCAPACITY) a misfit outside the local
+            // group.
+            let two = level
+                .span
+                .iter()
+                .any(|c| v.nr_running(c) > 1 && !excluded.contains(&c));
+            self.rd_overloaded = two || misfit;
+            self.rd_overload_events = v.overload_events();
+        }
         let (bi, b) = busiest?;
+        // "Indicate that the child domain of the busiest group prefers tasks go to a child's
+        // sibling domains first. NB the flags of a sched group are those of the child domain."
+        let prefer_sibling = self.group_prefer_sibling[level.groups[bi].id as usize];
+        let st = &self.sd[cpu][li];
         let env = ImbalanceEnv {
             idle,
             llc: st.llc,
             numa: st.numa,
             imb_numa_nr: st.imb_numa_nr,
-            prefer_sibling: st.prefer_sibling,
+            prefer_sibling,
         };
         // "Misfit tasks should be dealt with regardless of the avg load" (force_balance).
         // "If the busiest group is imbalanced the below checks don't work because they assume
@@ -485,7 +530,7 @@ impl Linux {
             }
         }
         let is_idle = idle != IdleType::NotIdle;
-        let forced = st.prefer_sibling
+        let forced = prefer_sibling
             && local.group_type == GroupType::HasSpare
             && sibling_imbalance(is_idle, &b, &local) > 1;
         if !forced && b.group_type != GroupType::Overloaded {
@@ -847,7 +892,7 @@ impl Linux {
             self.out_pinned(v, cpu, li, idle, true, true, mt == MigrationType::Misfit);
             return a;
         };
-        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
+        let (hz, max) = (self.hz, self.max_interval);
         let st = &mut self.sd[cpu][li];
         if env.moved == 0 {
             // Misfit failures do not count (v6.10: "don't pollute nr_balance_failed").
@@ -868,14 +913,21 @@ impl Linux {
                     self.out_pinned(v, cpu, li, idle, pinned, false, misfit);
                     return a;
                 }
-                a.active_from = Some(busiest);
+                // "->active_balance synchronizes accesses to ->active_balance_work. Once set,
+                // it's cleared only after active load balance is finished": one stopper per
+                // busiest CPU at a time (stop_one_cpu_nowait); a pass that finds it set kicks
+                // nothing, its failure counted all the same.
+                if !self.active_balance[busiest] {
+                    self.active_balance[busiest] = true;
+                    a.active_from = Some(busiest);
+                }
             }
         } else {
             st.nr_balance_failed = 0;
         }
         // Unbalanced: the interval back to its minimum (also when active balancing starts:
         // need_active_balance still holds then).
-        st.set_interval(p.min_interval_ms.max(1), p, tick_ns, max_ns);
+        st.set_interval(p.min_interval_ms.max(1), p, hz, max);
         a
     }
 
@@ -895,7 +947,7 @@ impl Linux {
         misfit: bool,
     ) {
         let p = &v.domains.cpus[cpu][li].params;
-        let (tick_ns, max_ns) = (self.tick_ns, self.max_interval_ns);
+        let (hz, max) = (self.hz, self.max_interval);
         let st = &mut self.sd[cpu][li];
         if reset {
             st.nr_balance_failed = 0;
@@ -905,68 +957,162 @@ impl Linux {
         }
         let ms = st.balance_interval_ms;
         if (all_pinned && ms < MAX_PINNED_INTERVAL_MS) || ms < p.max_interval_ms {
-            st.set_interval(ms * 2, p, tick_ns, max_ns);
+            st.set_interval(ms * 2, p, hz, max);
         }
     }
 
-    /// Periodic balancing at one level (rule 1).
+    /// Periodic balancing at one level (rule 1): one turn of `sched_balance_domains`' loop
+    /// over the CPU's domains, lowest first (the engine asks about every level in order at
+    /// each periodic event). The softirq runs only at a tick where `jiffies >=
+    /// rq->next_balance` (`sched_balance_trigger`); the loop's end (the top level, or the
+    /// level where it breaks) sets `rq->next_balance` and the rq-wide newidle cost.
     pub(super) fn periodic(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         let levels = v.domains.cpus[cpu].len();
+        let now = self.jiffies(v.now);
         if self.cpu[cpu].periodic_at != Some(v.now) {
+            let hz = self.hz;
             let c = &mut self.cpu[cpu];
             c.periodic_at = Some(v.now);
+            // The CPU's own tick raises the softirq when due (sched_balance_trigger); the ILB
+            // calls sched_balance_domains for it only when due (_nohz_idle_balance).
+            let ilb = c.visit.take();
+            c.own_tick = ilb.is_none();
+            c.exec = ilb.unwrap_or(cpu);
+            c.cursor_ns = v.now;
+            c.softirq = ilb.is_some() || now >= c.next_balance;
+            c.ended = false;
             c.continue_balancing = true;
             c.busy = !v.idle(cpu);
             c.need_decay = false;
             c.max_cost_ns = 0;
+            c.pass_next = now + 60 * hz;
+            c.update_next = false;
         }
-        let decayed = self.update_newidle_cost(cpu, li, v.now, 0);
+        let mut a = None;
+        if self.cpu[cpu].softirq && !self.cpu[cpu].ended {
+            if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+                a = self.balance_domain(v, cpu, li, now);
+            }
+            if li + 1 == levels || self.cpu[cpu].ended {
+                self.end_balance_domains(cpu);
+            }
+        }
+        if li + 1 == levels && self.cpu[cpu].own_tick {
+            // The tick is over: an idle CPU may stop it now.
+            let busy = !v.idle(cpu) || a.iter().flat_map(|a| &a.moves).any(|m| m.to == cpu);
+            self.end_of_tick(cpu, busy);
+        }
+        a
+    }
+
+    /// The body of `sched_balance_domains`' loop for level `li` at jiffy `now`.
+    fn balance_domain(&mut self, v: &View<'_>, cpu: CpuId, li: usize, now: u64) -> Option<Attempt> {
+        // "Decay the newidle max times here because this is a regular visit to all the
+        // domains."
+        let decayed = self.update_newidle_cost(cpu, li, now, 0);
         let max_cost = self.sd[cpu][li].max_newidle_lb_cost_ns;
         let c = &mut self.cpu[cpu];
-        c.need_decay |= decayed;
+        c.need_decay = decayed;
         c.max_cost_ns += max_cost;
-        if li + 1 == levels && c.need_decay {
+        if !c.continue_balancing {
+            // "if (need_decay) continue; break;"
+            if !decayed {
+                c.ended = true;
+            }
+            return None;
+        }
+        let busy = c.busy;
+        let (exec, at) = (c.exec, c.cursor_ns);
+        let mut interval = self.interval(cpu, li, busy);
+        let mut attempt = None;
+        // SD_SERIALIZE (every NUMA level: sd_init): sched_balance_running is taken before the
+        // due check; a CPU that finds it held by another skips the level ("goto out": no pass,
+        // no lb_count, last_balance and the interval unchanged). Passes are instantaneous
+        // here, so a pass holds it for its charged work, from the pass's place on its CPU's
+        // virtual clock; a level that is not due holds it for no time.
+        let serialize = self.sd[cpu][li].numa;
+        if serialize && at < self.serialize_until_ns && self.serialize_holder != exec {
+            // out: this level's next time counts as it was.
+        } else if now >= self.sd[cpu][li].last_balance + interval {
+            let idle = if busy {
+                IdleType::NotIdle
+            } else {
+                IdleType::Idle
+            };
+            let a = self.balance_rq(v, cpu, li, idle);
+            let end = at + Self::cost_of(v, &a);
+            self.cpu[cpu].cursor_ns = end;
+            if serialize {
+                self.serialize_until_ns = end;
+                self.serialize_holder = exec;
+            }
+            // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
+            let busy = busy || a.moves.iter().any(|m| m.to == cpu);
+            self.cpu[cpu].busy = busy;
+            self.sd[cpu][li].last_balance = now;
+            interval = self.interval(cpu, li, busy);
+            attempt = Some(a);
+        }
+        // out: the earliest time this level is due again.
+        let next = self.sd[cpu][li].last_balance + interval;
+        let c = &mut self.cpu[cpu];
+        if next < c.pass_next {
+            c.pass_next = next;
+            c.update_next = true;
+        }
+        attempt
+    }
+
+    /// After `sched_balance_domains`' loop: the rq-wide newidle cost decays with the last
+    /// level's (kept at `sysctl_sched_migration_cost` at least), and `rq->next_balance` is the
+    /// earliest time a visited level is due again.
+    fn end_balance_domains(&mut self, cpu: CpuId) {
+        let c = &mut self.cpu[cpu];
+        c.ended = true;
+        if c.need_decay {
             c.max_idle_balance_cost_ns = MIGRATION_COST_NS.max(c.max_cost_ns);
         }
-        let level = &v.domains.cpus[cpu][li];
-        if !self.cpu[cpu].continue_balancing || !v.domains.load_balances(level) {
-            return None;
+        if c.update_next {
+            c.next_balance = c.pass_next;
         }
-        let busy = self.cpu[cpu].busy;
-        let interval = self.interval_ns(cpu, li, busy);
-        if v.now < self.sd[cpu][li].last_balance_ns + interval {
-            return None;
-        }
-        let idle = if busy {
-            IdleType::NotIdle
-        } else {
-            IdleType::Idle
-        };
-        let a = self.balance_rq(v, cpu, li, idle);
-        if !a.moves.is_empty() {
-            self.cpu[cpu].busy = true;
-        }
-        self.sd[cpu][li].last_balance_ns = v.now;
-        Some(a)
+    }
+
+    /// `update_next_balance` of `sched_balance_newidle` for level `li` at jiffy `now`: the
+    /// level's next idle balancing, if earlier, becomes `rq->next_balance` ("Move the next
+    /// balance forward").
+    fn newidle_next_balance(&mut self, cpu: CpuId, li: usize) {
+        let next = self.sd[cpu][li].last_balance + self.interval(cpu, li, false);
+        let c = &mut self.cpu[cpu];
+        c.next_balance = c.next_balance.min(next);
     }
 
     /// Newly-idle balancing at one level (rule 6).
     pub(super) fn newidle(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         if self.cpu[cpu].newidle_at != Some(v.now) {
             let lowest_cost = self.sd[cpu].first().map_or(0, |s| s.max_newidle_lb_cost_ns);
-            // rd->overloaded: a CPU with two tasks, or (set by update_sg_lb_stats) a misfit.
-            let overloaded = !v.overloaded().is_empty()
-                || (self.asym && (0..v.machine.cpus()).any(|c| self.misfit_task_load(v, c) > 0));
+            // get_rd_overloaded: the sticky root-domain flag.
+            let overloaded = self.rd_overloaded(v);
+            let now = self.jiffies(v.now);
+            let hz = self.hz;
+            // Going idle: its tick runs on until the first tick in the idle loop.
+            self.nohz.idle_ticked[cpu] = false;
             let c = &mut self.cpu[cpu];
             c.newidle_at = Some(v.now);
             c.newidle_cost_ns = 0;
             c.idle_stamp_ns = Some(v.now);
             c.last_idle_stamp_ns = v.now;
             c.newidle_stopped = !overloaded || c.avg_idle_ns < lowest_cost;
+            // "next_balance = jiffies + HZ", moved into rq->next_balance at `out` if earlier.
+            c.next_balance = c.next_balance.min(now + hz);
+            if c.newidle_stopped && !self.sd[cpu].is_empty() {
+                // Gated out: only the lowest domain's next balancing counts.
+                self.newidle_next_balance(cpu, 0);
+            }
         }
         if self.cpu[cpu].newidle_stopped {
             return None;
         }
+        self.newidle_next_balance(cpu, li);
         let st = &self.sd[cpu][li];
         if self.cpu[cpu].avg_idle_ns < self.cpu[cpu].newidle_cost_ns + st.max_newidle_lb_cost_ns {
             self.cpu[cpu].newidle_stopped = true;
@@ -976,9 +1122,25 @@ impl Linux {
         if level.params.flags & sd::BALANCE_NEWIDLE == 0 || !v.domains.load_balances(level) {
             return None;
         }
+        // NI_RANDOM (6.12.69 on): "Throw a 1k sided dice; and only run newidle_balance
+        // according to the success rate."
+        let mut weight = 1;
+        if self.ni_random {
+            let d1k = self.sched_rng(v, cpu) % 1024;
+            weight = 1 + self.sd[cpu][li].newidle_ratio;
+            if d1k > weight {
+                self.update_newidle_stats(cpu, li, 0);
+                return None;
+            }
+            weight = (1024 + weight / 2) / weight;
+        }
         let a = self.balance_rq(v, cpu, li, IdleType::NewlyIdle);
         let cost = Self::cost_of(v, &a);
-        self.update_newidle_cost(cpu, li, v.now, cost);
+        let now = self.jiffies(v.now);
+        // update_newidle_cost(sd, domain_cost, weight * !!pulled_task): the statistics count
+        // every pass (its measured cost is never 0 in the kernel).
+        self.update_newidle_stats(cpu, li, weight * u32::from(!a.moves.is_empty()));
+        self.update_newidle_cost(cpu, li, now, cost);
         let c = &mut self.cpu[cpu];
         c.newidle_cost_ns += cost;
         c.max_idle_balance_cost_ns = c.max_idle_balance_cost_ns.max(c.newidle_cost_ns);

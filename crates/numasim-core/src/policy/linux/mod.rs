@@ -1,5 +1,6 @@
-//! `linux`: the Linux 6.x CFS/EEVDF load balancer (`kernel/sched/fair.c`, 6.13), over any domain
-//! builder (made for `linux` domains), with PELT load tracking (`kernel/sched/pelt.c`).
+//! `linux`: the Linux 6.x CFS/EEVDF load balancer (`kernel/sched/fair.c` of 6.12.95 as Debian
+//! builds it: HZ = 250, nohz, `NI_RANDOM`), over any domain builder (made for `linux` domains),
+//! with PELT load tracking (`kernel/sched/pelt.c`).
 //!
 //! ```text
 //!   per task   PELT load/runnable/util (engine, crate::load::Pelt; read through the View)
@@ -8,19 +9,25 @@
 //!              max_idle_balance_cost, the current balancing pass (policy)
 //!   per CPU, per level (sched_domain)
 //!              last_balance, balance_interval (min..max), nr_balance_failed,
-//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr, prefer_sibling
+//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr
+//!   per group  SD_PREFER_SIBLING (its child domain's flags) │ sgc->imbalance
 //!   capacity   capacity_of(cpu) = 1024 × speed / the fastest speed (arch_scale_cpu_capacity,
 //!              SCHED_CAPACITY_SCALE for the fastest); load weight 1024 per task (nice 0)
 //!              SD_ASYM_CPUCAPACITY on levels whose span holds more than one capacity
 //! ```
 //!
-//! Rules, each from the 6.13 function named (old names in brackets):
-//! 1. `sched_balance_domains` [`rebalance_domains`]: on each CPU's timer, every level whose
-//!    `get_sd_balance_interval` (balance_interval × busy_factor − 1 jiffy when busy, clamped to
-//!    `[1, max_load_balance_interval]`) has passed since `last_balance` is balanced; going up
-//!    stops when `should_we_balance` says another CPU of the local group balances for it.
-//!    Idle CPUs keep their own timer at the idle interval (the nohz proxy: what
-//!    `nohz_idle_balance` does for them, done by each one).
+//! Rules, each from the 6.12 function named (old names in brackets):
+//! 1. `sched_balance_domains` [`rebalance_domains`]: time in jiffies (`HZ` 250, Debian's
+//!    `CONFIG_HZ`: 4 ms); at a tick where `jiffies >= rq->next_balance`
+//!    (`sched_balance_trigger`), every level whose `get_sd_balance_interval`
+//!    (`msecs_to_jiffies(balance_interval)`, busy `msecs_to_jiffies(balance_interval ×
+//!    busy_factor) − 1`, clamped to `[1, max_load_balance_interval]`) has passed since
+//!    `last_balance` is balanced; going up stops when `should_we_balance` says another CPU of
+//!    the local group balances for it; `rq->next_balance` becomes the earliest next time of the
+//!    levels visited. nohz (`nohz.rs`): an idle CPU stops its tick after its first tick in the
+//!    idle loop; busy CPUs' ticks kick the idle load balancer (`nohz_balancer_kick`,
+//!    `kick_ilb`), which balances every due tickless idle CPU on its behalf
+//!    (`_nohz_idle_balance`); `linux:nohz=off` keeps every CPU's tick.
 //! 2. `sched_balance_rq` [`load_balance`]: `should_we_balance` (newly idle: the CPU is empty;
 //!    else the first idle CPU of the local group's balance mask, or its first CPU), then
 //!    `sched_balance_find_src_group` [`find_busiest_group`]: per group `update_sg_lb_stats`
@@ -47,7 +54,8 @@
 //!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
 //!    `SD_BALANCE_NEWIDLE` lowest first while `avg_idle ≥ cost so far + the level's max cost`,
 //!    each cost measured (the engine's charge for the attempt, `update_newidle_cost`: a max
-//!    decaying ×253/256 per second), until one pulls. `avg_idle`: 1/8 EWMA of idle durations
+//!    decaying ×253/256 once `HZ` jiffies have passed), until one pulls; the levels it visits
+//!    move `rq->next_balance` earlier (`update_next_balance`). `avg_idle`: 1/8 EWMA of idle durations
 //!    (from `idle_stamp` at newly idle to the next wake-up there, `ttwu_do_activate`), capped at
 //!    2 × `max_idle_balance_cost`.
 //! 7. Fork placement, `select_task_rq_fair` → `sched_balance_find_dst_cpu` [`find_idlest_cpu`]:
@@ -64,7 +72,8 @@
 //!    LLC (node), else the first idle CPU of the LLC from target + 1, else the target. Under
 //!    `wake=idlest` a waking task is placed as a new one is (rule 7), from where it slept.
 //! 9. Inside a CPU: fair time sharing approximated as round robin with EEVDF's slice,
-//!    `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`).
+//!    `sysctl_sched_base_slice` 0.70 ms × (1 + ilog2(min(CPUs, 8))) (`update_sysctl`), seen to
+//!    have run out at the next tick (`HRTICK` off: `update_curr` at `sched_tick`).
 //! 10. Capacity (docs/policies/linux.md, "CPU capacity"): `capacity_of` from the speeds,
 //!     `SD_ASYM_CPUCAPACITY` levels (`asym_cpu_capacity_classify`, clearing the child's
 //!     `SD_PREFER_SIBLING` in `sd_init`), `update_misfit_status` (`fits_capacity`), group
@@ -76,15 +85,20 @@
 //!     wake-ups by `asym_fits_cpu` and `select_idle_capacity`. On a machine of one speed all
 //!     of it is inert.
 //!
-//! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `placement.rs`
+//! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `nohz.rs`
+//! (rule 1's idle load balancer), `placement.rs`
 //! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
 //! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
 //! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
 //! in docs/policies/linux.md.
 
 mod balancer;
+mod nohz;
 pub mod numa;
 mod placement;
+pub mod prandom;
+
+pub use nohz::IPI_LATENCY_NS;
 
 pub use balancer::{
     adjust_numa_imbalance, calculate_imbalance, group_classify, group_has_capacity,
@@ -137,18 +151,51 @@ pub const MIGRATION_COST_NS: u64 = 500_000;
 /// `NUMA_IMBALANCE_MIN` (`adjust_numa_imbalance`): an imbalance of this many tasks or fewer is
 /// allowed between nodes while the destination is lightly loaded.
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
-/// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor.
-pub const BASE_SLICE_NS: u64 = 750_000;
-/// `update_newidle_cost`: `max_newidle_lb_cost` decays once per second (HZ jiffies) by 253/256.
-pub const NEWIDLE_COST_DECAY_PERIOD_NS: u64 = 1_000_000_000;
+/// `normalized_sysctl_sched_base_slice` (`fair.c`), before `update_sysctl`'s CPU-count factor:
+/// 0.70 ms in Debian's 6.12 from 6.12.32 on ("sched: Reduce the default slice to avoid tasks
+/// getting an extra tick"; 0.75 ms before).
+pub const BASE_SLICE_NS: u64 = 700_000;
+/// How long after `sched_balance_rq` kicks it the busiest CPU's stopper runs
+/// `active_load_balance_cpu_stop` (ns): `stop_one_cpu_nowait` queues the work and wakes the
+/// stopper thread on the busiest CPU (`cpu_stop_queue_work` → `wake_up_q` → a remote
+/// `try_to_wake_up`: an IPI), which preempts the running task at once (the stop class,
+/// `CONFIG_PREEMPTION`). Not a kernel constant: an inference from the mechanism — an IPI between
+/// cores takes about 1–2 µs on current x86, the wake-up and switch to the stopper a few µs — of
+/// the same standing as the engine's balancing costs (5 µs a migration).
+pub const STOPPER_LATENCY_NS: u64 = 5_000;
+/// `CONFIG_HZ`: Debian's kernels are built with `CONFIG_HZ_250` (`kernel/Kconfig.hz`'s default
+/// choice, and Debian's amd64 config), a jiffy of 4 ms.
+pub const HZ: u64 = 250;
+/// The values `kernel/Kconfig.hz` offers for `CONFIG_HZ`.
+pub const HZ_CHOICES: [u64; 4] = [100, 250, 300, 1000];
+
+/// `TICK_NSEC` (`include/vdso/jiffies.h`): a jiffy in ns, `(NSEC_PER_SEC + HZ / 2) / HZ`.
+pub fn tick_nsec(hz: u64) -> u64 {
+    (1_000_000_000 + hz / 2) / hz
+}
+
+/// `msecs_to_jiffies` (`include/linux/jiffies.h`): milliseconds rounded up to whole jiffies.
+pub fn msecs_to_jiffies(ms: u64, hz: u64) -> u64 {
+    (ms * hz).div_ceil(1000)
+}
 
 /// Options of the `linux` policy (`linux:key=value,...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// EEVDF base slice before the CPU-count factor, µs (`sysctl_sched_base_slice`, 750).
+    /// EEVDF base slice before the CPU-count factor, µs (`sysctl_sched_base_slice`, 700).
     pub base_slice_us: u64,
     /// Tasks looked at per pass (`sysctl_sched_nr_migrate`, 32).
     pub nr_migrate: usize,
+    /// `CONFIG_HZ`: the scheduler tick's frequency (250: a jiffy of 4 ms).
+    pub hz: u64,
+    /// The `NI_RANDOM` scheduler feature (`kernel/sched/features.h`, 6.12.69 on; on by
+    /// default): newly-idle balancing runs at each level with the probability of its recent
+    /// successes.
+    pub ni_random: bool,
+    /// Idle CPUs stop their tick and are balanced by the idle load balancer
+    /// (`CONFIG_NO_HZ_COMMON`); `false` is the kernel booted with `nohz=off`: every idle CPU
+    /// keeps its tick and balances itself.
+    pub nohz: bool,
     /// Automatic NUMA balancing (`kernel.numa_balancing`); `None`: the kernel's default, on
     /// when the machine has more than one node (`check_numabalancing_enable`, mm/mempolicy.c,
     /// with `CONFIG_NUMA_BALANCING_DEFAULT_ENABLED`, as distribution kernels build it).
@@ -160,14 +207,18 @@ impl Default for Options {
         Self {
             base_slice_us: BASE_SLICE_NS / 1000,
             nr_migrate: NR_MIGRATE,
+            hz: HZ,
+            ni_random: true,
+            nohz: true,
             numa_balancing: None,
         }
     }
 }
 
 impl Options {
-    /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1) and `numa_balancing=on|off` (the
-    /// sysctl's name).
+    /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1), `hz=N` (100, 250, 300 or 1000:
+    /// `CONFIG_HZ`'s choices), `nohz=on|off` (the boot parameter's name), `ni_random=on|off`
+    /// (the scheduler feature's name) and `numa_balancing=on|off` (the sysctl's name).
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
@@ -188,17 +239,40 @@ impl Options {
             match key {
                 "slice-us" => o.base_slice_us = positive()?,
                 "nr-migrate" => o.nr_migrate = positive()? as usize,
+                "hz" => {
+                    o.hz = value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|x| HZ_CHOICES.contains(x))
+                        .ok_or_else(|| {
+                            InputError::new(
+                                origin,
+                                format!(
+                                    "linux option 'hz' must be one of 100, 250, 300 or 1000 \
+                                     (CONFIG_HZ's choices), not '{value}'"
+                                ),
+                            )
+                        })?;
+                }
                 "numa_balancing" => {
                     let on_off = [("on", true), ("off", false)];
                     o.numa_balancing =
                         Some(super::option_choice(origin, "linux", key, value, &on_off)?);
                 }
+                "nohz" => {
+                    let on_off = [("on", true), ("off", false)];
+                    o.nohz = super::option_choice(origin, "linux", key, value, &on_off)?;
+                }
+                "ni_random" => {
+                    let on_off = [("on", true), ("off", false)];
+                    o.ni_random = super::option_choice(origin, "linux", key, value, &on_off)?;
+                }
                 _ => {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown linux option '{key}'; choose slice-us, nr-migrate or \
-                             numa_balancing"
+                            "unknown linux option '{key}'; choose slice-us, nr-migrate, hz, nohz, \
+                             ni_random or numa_balancing"
                         ),
                     ))
                 }
@@ -212,22 +286,26 @@ impl Options {
 /// the domains once.
 #[derive(Debug, Clone)]
 pub(super) struct SdState {
-    last_balance_ns: u64,
+    /// `sd->last_balance`, in jiffies.
+    last_balance: u64,
     balance_interval_ms: u64,
-    /// `get_sd_balance_interval` of `balance_interval_ms`, idle and busy, in ns: computed when
-    /// the interval changes, not at every tick that asks whether the level is due.
-    interval_ns: [u64; 2],
+    /// `get_sd_balance_interval` of `balance_interval_ms`, idle and busy, in jiffies: computed
+    /// when the interval changes, not at every tick that asks whether the level is due.
+    interval: [u64; 2],
     nr_balance_failed: u32,
     max_newidle_lb_cost_ns: u64,
-    last_decay_max_lb_cost_ns: u64,
+    /// `sd->last_decay_max_lb_cost`, in jiffies.
+    last_decay_max_lb_cost: u64,
+    /// `NI_RANDOM`'s `newidle_call`, `newidle_success` and `newidle_ratio` (`sd_init`: 512,
+    /// 256, 512: a pass runs with probability `(newidle_ratio + 2) / 1024`).
+    newidle_call: u32,
+    newidle_success: u32,
+    newidle_ratio: u32,
     /// `SD_NUMA`: the level spans more than the CPU's node.
     numa: bool,
     /// `SD_SHARE_LLC`: the level is inside the CPU's node (one LLC per node).
     llc: bool,
     imb_numa_nr: i64,
-    /// The child level prefers siblings (`SD_PREFER_SIBLING` of the groups' child domain,
-    /// which `sd_init` clears below an `SD_ASYM_CPUCAPACITY` level).
-    prefer_sibling: bool,
     /// `SD_ASYM_CPUCAPACITY`: the level's span holds CPUs of more than one capacity
     /// (`asym_cpu_capacity_classify`).
     asym: bool,
@@ -235,24 +313,25 @@ pub(super) struct SdState {
 }
 
 impl SdState {
-    /// The level's balancing interval is now `ms` (`sd->balance_interval`).
-    pub(super) fn set_interval(&mut self, ms: u64, p: &LevelParams, tick_ns: u64, max_ns: u64) {
+    /// The level's balancing interval is now `ms` (`sd->balance_interval`); `max` is
+    /// `max_load_balance_interval` (jiffies).
+    pub(super) fn set_interval(&mut self, ms: u64, p: &LevelParams, hz: u64, max: u64) {
         self.balance_interval_ms = ms;
-        // get_sd_balance_interval: busy × busy_factor, msecs_to_jiffies, busy one jiffy less
-        // ("(interval - 1)"), clamped to [1 jiffy, max_load_balance_interval].
-        let ns = |busy: bool| {
+        // get_sd_balance_interval: busy × busy_factor, msecs_to_jiffies (rounded up), busy one
+        // jiffy less ("interval -= 1"), clamped to [1, max_load_balance_interval].
+        let jiffies = |busy: bool| {
             let ms = if busy {
                 ms * u64::from(p.busy_factor)
             } else {
                 ms
             };
-            let mut jiffies = (ms * 1_000_000).div_ceil(tick_ns);
+            let mut j = msecs_to_jiffies(ms, hz);
             if busy {
-                jiffies = jiffies.saturating_sub(1);
+                j = j.saturating_sub(1);
             }
-            (jiffies * tick_ns).clamp(tick_ns, max_ns)
+            j.clamp(1, max)
         };
-        self.interval_ns = [ns(false), ns(true)];
+        self.interval = [jiffies(false), jiffies(true)];
     }
 }
 
@@ -264,23 +343,36 @@ pub(super) struct CpuSt {
     /// The last `idle_stamp` set (what `sched_balance_find_dst_group_cpu` compares).
     last_idle_stamp_ns: u64,
     max_idle_balance_cost_ns: u64,
-    /// The periodic pass in progress: its instant, `continue_balancing`, whether busy, and
-    /// the sum of the levels' newidle costs seen (for the rq-wide decay).
+    /// `rq->next_balance`, in jiffies: when the CPU's tick next raises the balancing softirq
+    /// (`sched_balance_trigger`); set by `sched_balance_domains` and moved earlier by
+    /// `sched_balance_newidle`.
+    next_balance: u64,
+    /// The periodic pass in progress (`sched_balance_domains`): its instant, whether the
+    /// softirq runs at all, whether its loop has ended, `continue_balancing`, whether busy,
+    /// `need_decay` (the last level's), the sum of the levels' newidle costs seen (for the
+    /// rq-wide decay) and the `next_balance` it computes (`update_next_balance`: whether any
+    /// level set it).
     periodic_at: Option<u64>,
+    softirq: bool,
+    ended: bool,
     continue_balancing: bool,
     busy: bool,
     need_decay: bool,
     max_cost_ns: u64,
+    pass_next: u64,
+    update_next: bool,
     /// The newly-idle pass in progress: its instant, cost so far, and whether it stopped.
     newidle_at: Option<u64>,
     newidle_cost_ns: u64,
     newidle_stopped: bool,
-    /// A timer event at which no level was due (a NUMA tick): its levels are skipped, and
-    /// the timer set after it keeps `next_balance_ns`.
-    skip_at: Option<u64>,
-    tick_only: std::cell::Cell<bool>,
-    /// `rq->next_balance` as last set (when the engine last asked for the timer).
-    next_balance_ns: std::cell::Cell<Option<u64>>,
+    /// The idle load balancer that is about to balance this CPU on its behalf
+    /// (`_nohz_idle_balance`), and whether the pass in progress is the CPU's own tick's.
+    visit: Option<CpuId>,
+    own_tick: bool,
+    /// The CPU doing the pass in progress (this one, or the ILB for it), and the pass's
+    /// virtual clock: its start plus the charged work of its levels so far (ns).
+    exec: CpuId,
+    cursor_ns: u64,
 }
 
 /// The 6.x balancer.
@@ -289,9 +381,11 @@ pub struct Linux {
     cpu: Vec<CpuSt>,
     /// `p->recent_used_cpu`, by pid (grown on demand).
     recent_used_cpu: Vec<Option<CpuId>>,
-    tick_ns: u64,
-    /// `max_load_balance_interval` in ns (HZ × CPUs / 10 jiffies).
-    max_interval_ns: u64,
+    /// `HZ` and `TICK_NSEC` (the jiffy, ns).
+    hz: u64,
+    jiffy_ns: u64,
+    /// `max_load_balance_interval` (`update_max_interval`: HZ × CPUs / 10), in jiffies.
+    max_interval: u64,
     slice_ns: u64,
     nr_migrate: usize,
     wake: Wake,
@@ -307,6 +401,26 @@ pub struct Linux {
     /// `sgc->imbalance` per group (by `Group::id`): pinned tasks kept a balancing of the
     /// level below from reaching balance (set and cleared by `sched_balance_rq`).
     sgc_imbalance: Vec<bool>,
+    /// `SD_PREFER_SIBLING` in each group's flags (by `Group::id`): its child domain's.
+    group_prefer_sibling: Vec<bool>,
+    /// `rq->active_balance` per CPU: a stopper kicked by `sched_balance_rq` has not run yet
+    /// (`push_cpu` is the engine's `target`).
+    active_balance: Vec<bool>,
+    /// nohz idle balancing (`nohz.rs`).
+    nohz: nohz::Nohz,
+    /// `sched_balance_running` (`SD_SERIALIZE`): the passes at NUMA levels hold it over their
+    /// charged work; until when, and by which CPU.
+    serialize_until_ns: u64,
+    serialize_holder: CpuId,
+    /// `sched_rnd_state` per CPU (`NI_RANDOM`, when on), seeded on first use.
+    ni_random: bool,
+    rng: Vec<prandom::Prandom>,
+    /// `rd->overloaded` as the last root-level pass (`update_sd_lb_stats` at a domain with no
+    /// parent) or a stopper's enqueue set it, and the engine's count of runqueues going from
+    /// fewer than two tasks to two or more (`View::overload_events`) at that pass: any
+    /// later one set the flag too (`add_nr_running`).
+    rd_overloaded: bool,
+    rd_overload_events: u64,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -319,10 +433,9 @@ impl Linux {
             let first = it.next();
             it.any(|c| Some(c) != first)
         };
-        let tick_ns = ctx.config.tick_ns;
-        let hz = (1_000_000_000 / tick_ns).max(1);
+        let hz = o.hz;
         // max_load_balance_interval = HZ * num_online_cpus() / 10.
-        let max_interval_ns = (hz * m.cpus() as u64 / 10).max(1) * tick_ns;
+        let max_interval = (hz * m.cpus() as u64 / 10).max(1);
         let sd = ctx
             .domains
             .cpus
@@ -341,17 +454,19 @@ impl Linux {
                     .map_or(1, |l| l.weight as i64);
                 levels
                     .iter()
-                    .enumerate()
-                    .map(|(i, l)| {
+                    .map(|l| {
                         let numa = !in_node(l);
                         let asym = asym_span(l);
                         let mut st = SdState {
-                            last_balance_ns: 0,
+                            last_balance: 0,
                             balance_interval_ms: 0,
-                            interval_ns: [0; 2],
+                            interval: [0; 2],
                             nr_balance_failed: 0,
                             max_newidle_lb_cost_ns: 0,
-                            last_decay_max_lb_cost_ns: 0,
+                            last_decay_max_lb_cost: 0,
+                            newidle_call: 512,
+                            newidle_success: 256,
+                            newidle_ratio: 512,
                             numa,
                             llc: !numa,
                             imb_numa_nr: if numa {
@@ -359,11 +474,6 @@ impl Linux {
                             } else {
                                 imb
                             },
-                            // sd_init: "Don't attempt to spread across CPUs of different
-                            // capacities" clears the child's SD_PREFER_SIBLING.
-                            prefer_sibling: i > 0
-                                && levels[i - 1].params.flags & sd::PREFER_SIBLING != 0
-                                && !asym,
                             asym,
                             cache_hot_ns: if modern {
                                 l.params.cache_hot_ns
@@ -372,7 +482,7 @@ impl Linux {
                             },
                         };
                         let ms = l.params.min_interval_ms.max(1);
-                        st.set_interval(ms, &l.params, tick_ns, max_interval_ns);
+                        st.set_interval(ms, &l.params, hz, max_interval);
                         st
                     })
                     .collect()
@@ -385,17 +495,24 @@ impl Linux {
                 idle_stamp_ns: None,
                 last_idle_stamp_ns: 0,
                 max_idle_balance_cost_ns: MIGRATION_COST_NS,
+                // sched_init: rq->next_balance = jiffies (the run starts at jiffy 0).
+                next_balance: 0,
                 periodic_at: None,
+                softirq: false,
+                ended: false,
                 continue_balancing: true,
                 busy: false,
                 need_decay: false,
                 max_cost_ns: 0,
+                pass_next: 0,
+                update_next: false,
                 newidle_at: None,
                 newidle_cost_ns: 0,
                 newidle_stopped: false,
-                skip_at: None,
-                tick_only: std::cell::Cell::new(false),
-                next_balance_ns: std::cell::Cell::new(None),
+                visit: None,
+                own_tick: false,
+                exec: 0,
+                cursor_ns: 0,
             };
             cpus
         ];
@@ -404,15 +521,16 @@ impl Linux {
             sd,
             cpu,
             recent_used_cpu: Vec::new(),
-            tick_ns,
-            max_interval_ns,
+            hz,
+            jiffy_ns: tick_nsec(hz),
+            max_interval,
             slice_ns: o.base_slice_us * 1000 * factor,
             nr_migrate: o.nr_migrate,
             wake: ctx.config.assumptions.wake,
-            numa: o
-                .numa_balancing
-                .unwrap_or(m.nodes() > 1)
-                .then(|| numa::NumaBalancing::new(ctx, numa::NumaConfig::default())),
+            numa: o.numa_balancing.unwrap_or(m.nodes() > 1).then(|| {
+                numa::NumaBalancing::new(ctx, numa::NumaConfig::default())
+                    .with_tick_ns(tick_nsec(hz))
+            }),
             asym: cap.iter().any(|&c| c != SCHED_CAPACITY_SCALE),
             sd_asym_cpucapacity: {
                 let all: std::collections::BTreeSet<u64> = cap.iter().copied().collect();
@@ -435,13 +553,74 @@ impl Linux {
                     })
                     .collect()
             },
+            group_prefer_sibling: group_prefer_sibling(ctx.domains, &asym_span),
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
+            active_balance: vec![false; cpus],
+            nohz: nohz::Nohz::new(
+                cpus,
+                o.nohz,
+                // sd_llc: the highest level sharing the LLC (one per node here).
+                ctx.domains
+                    .cpus
+                    .iter()
+                    .enumerate()
+                    .map(|(c, levels)| {
+                        let node = m.cpu_node(c);
+                        levels
+                            .iter()
+                            .rev()
+                            .find(|l| l.span.iter().all(|x| m.cpu_node(x) == node))
+                            .map(|l| l.span.clone())
+                    })
+                    .collect(),
+            ),
+            rd_overloaded: false,
+            rd_overload_events: 0,
+            serialize_until_ns: 0,
+            serialize_holder: 0,
+            ni_random: o.ni_random,
+            rng: Vec::new(),
         }
     }
 }
 
+/// `SD_PREFER_SIBLING` in each group's flags, by `Group::id`: a group holds the flags of the
+/// domain it was built from (`build_group_from_child_sched_domain`, `get_group`:
+/// `sg->flags = child->flags`): the level, of a CPU of its balance mask, whose span is the
+/// group's span — `SD_PREFER_SIBLING` unless it is a NUMA level or (`sd_init`) its parent is
+/// `SD_ASYM_CPUCAPACITY` (`asym`). A group of one CPU has no such level (the CPU's own SMT or
+/// cluster domain, degenerate, was destroyed: `cpu_attach_domain` clears the flags of its
+/// parent's groups): no flag.
+fn group_prefer_sibling(
+    domains: &crate::domains::Domains,
+    asym: &dyn Fn(&Level) -> bool,
+) -> Vec<bool> {
+    let mut out = vec![false; domains.group_spans.len()];
+    for levels in &domains.cpus {
+        for l in levels.iter() {
+            for g in l.groups.iter() {
+                let Some(j) = g.balance_mask.iter().next() else {
+                    continue;
+                };
+                let own = &domains.cpus[j];
+                if let Some(k) = own.iter().rposition(|x| *x.span == *g.span) {
+                    let parent_asym = own.get(k + 1).is_some_and(asym);
+                    out[g.id as usize] =
+                        own[k].params.flags & sd::PREFER_SIBLING != 0 && !parent_asym;
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Linux {
+    /// Whether group `gi` of `cpu`'s level `li` has `SD_PREFER_SIBLING` (for tests).
+    pub fn group_prefers_sibling(&self, v: &View<'_>, cpu: CpuId, li: usize, gi: usize) -> bool {
+        self.group_prefer_sibling[v.domains.cpus[cpu][li].groups[gi].id as usize]
+    }
+
     /// `capacity_of(cpu)`.
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
         self.cap[cpu]
@@ -478,20 +657,62 @@ impl Linux {
         (p.load_avg.round() as u64).max(1)
     }
 
+    /// `get_rd_overloaded`: the root domain's sticky "some runqueue has two tasks" flag. Set
+    /// whenever a runqueue goes from fewer than two tasks to two or more (`add_nr_running`,
+    /// every class: the stoppers of active balancing and NUMA moves count), recomputed — set
+    /// or cleared — only by a pass at a CPU's top level (`update_sd_lb_stats`); never cleared
+    /// by a runqueue shrinking.
+    pub fn rd_overloaded(&self, v: &View<'_>) -> bool {
+        self.rd_overloaded || v.overload_events() > self.rd_overload_events
+    }
+
+    /// A stopper is enqueued on `cpu` (`cpu_stop_queue_work` → a wake-up: `add_nr_running`):
+    /// a CPU running one task then has two, which sets `rd->overloaded`.
+    pub(super) fn stopper_enqueued(&mut self, v: &View<'_>, cpu: CpuId) {
+        if v.nr_running(cpu) == 1 {
+            self.rd_overloaded = true;
+        }
+    }
+
     /// `rq->avg_idle` of `cpu`, ns (what gates its newly-idle balancing; for tests and traces).
     pub fn avg_idle_ns(&self, cpu: CpuId) -> u64 {
         self.cpu[cpu].avg_idle_ns
     }
 
-    /// `rq->next_balance`: when the first level of `cpu` is due, at its current busy state.
-    fn next_balance_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
-        let busy = !view.idle(cpu);
-        view.domains.cpus[cpu]
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| view.domains.load_balances(l))
-            .map(|(li, _)| self.sd[cpu][li].last_balance_ns + self.interval_ns(cpu, li, busy))
-            .min()
+    /// `jiffies` at `now_ns` (the run starts at jiffy 0, on a tick).
+    pub(super) fn jiffies(&self, now_ns: u64) -> u64 {
+        now_ns / self.jiffy_ns
+    }
+
+    /// The jiffy (`TICK_NSEC`), ns.
+    pub fn jiffy_ns(&self) -> u64 {
+        self.jiffy_ns
+    }
+
+    /// `get_sd_balance_interval` of `cpu`'s level `li`, idle or busy, in jiffies (for tests
+    /// and traces).
+    pub fn balance_interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+        self.interval(cpu, li, busy)
+    }
+
+    /// Whether `cpu` has stopped its tick and is in `nohz.idle_cpus_mask` (for tests).
+    pub fn nohz_tick_stopped(&self, cpu: CpuId) -> bool {
+        self.nohz.tick_stopped[cpu]
+    }
+
+    /// `nohz.next_balance`, in jiffies (for tests).
+    pub fn nohz_next_balance(&self) -> u64 {
+        self.nohz.next_balance
+    }
+
+    /// `NI_RANDOM`'s `newidle_ratio` of `cpu`'s level `li` (for tests).
+    pub fn newidle_ratio(&self, cpu: CpuId, li: usize) -> u32 {
+        self.sd[cpu][li].newidle_ratio
+    }
+
+    /// `rq->next_balance` of `cpu`, in jiffies (for tests and traces).
+    pub fn next_balance(&self, cpu: CpuId) -> u64 {
+        self.cpu[cpu].next_balance
     }
 
     /// Whether automatic NUMA balancing is on.
@@ -536,6 +757,13 @@ impl Policy for Linux {
         Some(self.slice_ns)
     }
 
+    /// `HRTICK` is off (`kernel/sched/features.h`): `update_curr` notices that a task's
+    /// deadline has passed at the tick (`sched_tick` → `task_tick_fair`), so a task sharing its
+    /// CPU runs until the first tick after its slice.
+    fn slice_tick_ns(&self) -> Option<u64> {
+        Some(self.jiffy_ns)
+    }
+
     fn tracks_pelt(&self) -> bool {
         true
     }
@@ -559,24 +787,46 @@ impl Policy for Linux {
     }
 
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64> {
-        // `rq->next_balance` is set by balancing and idling, not by a tick that found nothing
-        // due: after such a tick the timer keeps it.
-        let c = &self.cpu[cpu];
-        let balance = if c.tick_only.replace(false) {
-            c.next_balance_ns.get()
-        } else {
-            let t = self.next_balance_ns(view, cpu);
-            c.next_balance_ns.set(t);
-            t
-        };
-        // With NUMA balancing a CPU running a task ticks (`task_tick_numa` in `sched_tick`).
-        let tick = (self.numa.is_some() && view.current(cpu).is_some())
-            .then(|| (view.now / self.tick_ns + 1) * self.tick_ns);
-        balance.into_iter().chain(tick).min()
+        let next_tick = self.jiffies(view.now) + 1;
+        let balances = view.domains.cpus[cpu]
+            .iter()
+            .any(|l| view.domains.load_balances(l));
+        let busy = !view.idle(cpu);
+        if self.nohz.enabled && balances {
+            // A CPU running a task ticks every jiffy (its tick may kick the ILB); an idle one
+            // until its first tick in the idle loop, then not at all (the ILB balances it).
+            return (busy || !self.nohz.idle_ticked[cpu]).then_some(next_tick * self.jiffy_ns);
+        }
+        // Every CPU ticks (nohz=off): the first tick at which jiffies >= rq->next_balance
+        // raises the balancing softirq (sched_balance_trigger; none on a CPU without balancing
+        // domains: on_null_domain).
+        let balance = balances.then(|| self.cpu[cpu].next_balance.max(next_tick));
+        // With NUMA balancing a CPU running a task ticks every jiffy (`task_tick_numa` in
+        // `sched_tick`).
+        let tick = (self.numa.is_some() && busy).then_some(next_tick);
+        balance
+            .into_iter()
+            .chain(tick)
+            .min()
+            .map(|j| j * self.jiffy_ns)
+    }
+
+    fn kick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<(CpuId, u64)> {
+        self.nohz_kick(view, cpu)
+    }
+
+    fn next_kicked(&mut self, view: &View<'_>, cpu: CpuId) -> Option<CpuId> {
+        self.nohz_next(view, cpu)
     }
 
     fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
-        self.numa.as_mut()?.task_tick(view, cpu)
+        let a = self.numa.as_mut()?.task_tick(view, cpu)?;
+        // A NUMA move (migrate_task_to → stop_one_cpu on the task's CPU) or swap
+        // (migrate_swap → stop_two_cpus on both) runs the stopper on each source CPU.
+        for m in &a.moves {
+            self.stopper_enqueued(view, m.from);
+        }
+        Some(a)
     }
 
     fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
@@ -593,25 +843,14 @@ impl Policy for Linux {
         kind: BalanceKind,
     ) -> Option<Attempt> {
         match kind {
-            // With NUMA balancing the timer also fires at ticks: a pass runs only when due
-            // (`sched_balance_trigger`: `jiffies >= rq->next_balance`), as the kernel's tick
-            // raises the balancing softirq only then.
-            BalanceKind::Periodic
-                if self.numa.is_some()
-                    && level == 0
-                    && self.cpu[cpu]
-                        .next_balance_ns
-                        .get()
-                        .is_none_or(|t| view.now < t) =>
-            {
-                self.cpu[cpu].skip_at = Some(view.now);
-                self.cpu[cpu].tick_only.set(true);
-                None
-            }
-            BalanceKind::Periodic if self.cpu[cpu].skip_at == Some(view.now) => None,
             BalanceKind::Periodic => self.periodic(view, cpu, level),
             BalanceKind::NewIdle => self.newidle(view, cpu, level),
         }
+    }
+
+    /// The stopper runs [`STOPPER_LATENCY_NS`] after the pass that kicked it.
+    fn active_balance_latency_ns(&self) -> Option<u64> {
+        Some(STOPPER_LATENCY_NS)
     }
 
     fn active_balance(
@@ -620,29 +859,48 @@ impl Policy for Linux {
         busiest: CpuId,
         target: CpuId,
     ) -> Option<Attempt> {
-        // active_load_balance_cpu_stop: the stopper runs on the busiest CPU, so its CFS tasks
-        // all count (`nr_running` includes the stopper) and none is on the CPU any more;
-        // detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail of
-        // cfs_tasks — the least recently run queued task, or the one that was running — that
-        // may run on the target (can_migrate_task's affinity test comes first).
-        let pid = view
-            .queued(busiest)
-            .chain(view.current(busiest))
-            .find(|&p| view.may_run(p, target))?;
+        // active_load_balance_cpu_stop, on the busiest CPU, its flag cleared at the end
+        // whatever happens ("busiest_rq->active_balance = 0" at out_unlock).
+        if !std::mem::take(&mut self.active_balance[busiest]) {
+            return None;
+        }
+        // "Is there any task to move?": busiest_rq->nr_running <= 1 counts the stopper itself,
+        // so nothing happens when no CFS task is left there. Its enqueue beside one task made
+        // two (rd->overloaded).
+        if view.nr_running(busiest) == 0 {
+            return None;
+        }
+        self.stopper_enqueued(view, busiest);
+        // "Search for an sd spanning us and the target CPU": alb_count, alb_pushed and
+        // alb_failed are counted there, and a success resets its nr_balance_failed.
         let li = view.domains.cpus[target]
             .iter()
             .position(|l| l.span.contains(busiest))?;
-        self.sd[target][li].nr_balance_failed = 0;
-        Some(Attempt {
+        // The stopper is on the CPU, so its CFS tasks are all queued (`task_on_cpu` is false
+        // for each); detach_one_task (LBF_ACTIVE_LB: hot or not) takes the first from the tail
+        // of cfs_tasks — the least recently run queued task, or the one the stopper preempted
+        // — that may run on the target (can_migrate_task's affinity test comes first). It
+        // rechecks nothing else: not whether the target is still idle, nor the imbalance.
+        let pid = view
+            .queued(busiest)
+            .chain(view.current(busiest))
+            .find(|&p| view.may_run(p, target));
+        let mut a = Attempt {
             locks: 1,
-            tasks_examined: 1,
-            moves: vec![Move {
+            tasks_examined: view.nr_running(busiest) as u32,
+            counted_at: Some(li),
+            ..Attempt::default()
+        };
+        if let Some(pid) = pid {
+            self.sd[target][li].nr_balance_failed = 0;
+            a.tasks_examined = 1 + view.queued(busiest).take_while(|&p| p != pid).count() as u32;
+            a.moves.push(Move {
                 pid,
                 from: busiest,
                 to: target,
                 kind: MigrationKind::Active,
-            }],
-            ..Attempt::default()
-        })
+            });
+        }
+        Some(a)
     }
 }

@@ -477,6 +477,13 @@ impl NumaBalancing {
         }
     }
 
+    /// The same with `TICK_NSEC` (the jiffy the "2 ticks" of `task_numa_work` and
+    /// `init_numa_balancing` count) set to `tick_ns` instead of the engine's tick.
+    pub fn with_tick_ns(mut self, tick_ns: u64) -> Self {
+        self.tick_ns = tick_ns;
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &NumaConfig {
         &self.cfg
