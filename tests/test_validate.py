@@ -149,27 +149,32 @@ def test_numasims_kinds_become_the_kernels_and_idle_types_come_from_the_runqueue
     raw = {"trace_events": {
         # (t, pid, from, to, kind)
         "migrations": [(5, 0, 0, 2, "placement"), (10, 0, 2, 3, "pull"), (20, 1, 4, 5, "idle"),
-                       (30, 0, 3, 6, "active"), (40, 1, 5, 7, "active"),
-                       (50, 1, 7, 6, "exchange"), (50, 0, 6, 7, "exchange"), (60, 2, 0, 1, "pull"),
-                       (99, 0, 7, 0, "pull")],
+                       (30, 0, 3, 6, "active"), (40, 1, 5, 7, "active"), (50, 1, 7, 6, "exchange"),
+                       (50, 0, 6, 7, "exchange"), (60, 0, 7, 1, "idle"), (65, 2, 0, 1, "pull"),
+                       (70, 1, 6, 4, "idle"), (99, 0, 1, 0, "pull")],
         # (t, cpu, level, kind, moved): CPU 3's tick moved a task at 30 (NUMA balancing's);
-        # CPU 7 kicked the stopper that moved one at 40 (the balancer's).
+        # CPU 7 kicked the stopper that moved one at 40 (the balancer's); a kicked CPU balanced
+        # CPU 1 on its behalf at 60; CPU 4 balanced on its own timer at 70.
         "balances": [(10, 3, 0, "periodic", 1), (20, 5, 1, "newidle", 1), (30, 3, 0, "other", 1),
                      (40, 7, 2, "active", 1), (45, 2, 0, "periodic", 0), (45, 4, 0, "periodic", 0),
-                     (99, 1, 2, "periodic", 0)],
-        # (t, cpu, nr_running): CPU 3 runs from 3 on; CPU 2 from 5 to 10; CPU 4 from 0 to 44.
-        "runqueue": [(0, 4, 1), (3, 3, 1), (5, 2, 1), (10, 2, 0), (44, 4, 0)],
+                     (60, 1, 2, "kicked", 1), (70, 4, 1, "periodic", 1), (99, 0, 2, "periodic", 1)],
+        # (t, cpu, nr_running): CPU 3 runs from 3 on; CPU 2 from 5 to 10; CPU 4 from 0 to 44;
+        # CPU 1 from 61 on.
+        "runqueue": [(0, 4, 1), (3, 3, 1), (5, 2, 1), (10, 2, 0), (44, 4, 0), (61, 1, 1)],
     }}  # fmt: skip
     ms = compare.sim_migrations(raw, window_ns=90, tasks=[0, 1])
     assert [(m.t_ns, m.pid, m.kind) for m in ms] == [
         (5, 0, "fork"), (10, 0, "periodic"), (20, 1, "newidle"), (30, 0, "numa_move"),
-        (40, 1, "active"), (50, 1, "numa_swap"), (50, 0, "numa_swap")]  # fmt: skip
+        (40, 1, "active"), (50, 1, "numa_swap"), (50, 0, "numa_swap"), (60, 0, "nohz_idle"),
+        (70, 1, "periodic")]  # fmt: skip
     v = observe_sim(raw, machine, 90, [0, 1], [90, 90], {0: 8, 1: 8, 2: 8}).values
     # Pass counts inside the window, each CPU's idle type when it balanced.
     cpu_s = 8 * 90 / 1e9
     assert v["passes/0/busy"] == pytest.approx(1 / cpu_s)  # CPU 3 at 10
     assert v["passes/0/idle"] == pytest.approx(2 / cpu_s)  # CPU 2 at 45 (idle since 10), 4 at 45
     assert v["passes/1/newly_idle"] == pytest.approx(1 / cpu_s)
+    assert v["passes/1/idle"] == pytest.approx(1 / cpu_s)  # CPU 4 at 70
+    assert v["passes/2/idle"] == pytest.approx(1 / cpu_s)  # CPU 1 at 60, balanced for it
     assert v["active/2"] == pytest.approx(1 / cpu_s)
 
 
@@ -320,7 +325,7 @@ def test_a_real_kernel_in_the_loop(run, tmp_path):
 
     r = run("kernel-run", "--machine", RING, "--kernel", _cached_kernel(), "--tasks", "8",
             "--start", "released", "--release-ms", "1000", "--numa-balancing", "off",
-            "--window-s", "6", "--boots", "2", "--out", tmp_path)  # fmt: skip
+            "--window-s", "10", "--boots", "2", "--out", tmp_path)  # fmt: skip
     assert r.code == 0, r.err
     runs = load_runs(tmp_path)
     assert len(runs) == 2 and all(b.lost_events == 0 for b in runs)

@@ -25,12 +25,14 @@ Every metric is a rate or a share, so boots of different lengths and numasim's r
 - ``tasks moved``: the share of tasks moved at least once;
 - ``gap median ms`` and ``gaps < 20 ms``: between two successive moves of one task.
 
-Kinds are the kernel's call paths (docs/kernel-runs.md). numasim's kinds map onto them:
-``pull`` → periodic, ``idle`` → newidle, ``active`` → active (numa_move when the per-task tick
-made it, as NUMA balancing's moves are), ``exchange`` → numa_swap, ``placement`` → fork,
-``wakeup``, ``affinity`` as they are, anything else → other. The kernel balances a tickless
-idle CPU from the idle-load-balancer CPU (``nohz_idle``); ``periodic + nohz_idle`` is the sum to
-hold a model without that distinction against.
+Kinds are the kernel's call paths (docs/kernel-runs.md). numasim's map onto them with the
+balancing attempt that made the move (``sim_migrations``): a pull by a newly-idle attempt →
+newidle, by a periodic attempt done on the CPU's behalf by a kicked CPU → nohz_idle (the
+idle-load balancer's), by the CPU's own periodic attempt → periodic; ``active`` → active
+(numa_move when the per-task tick made it, as NUMA balancing's moves are), ``exchange`` →
+numa_swap, ``placement`` → fork, ``wakeup``, ``affinity`` as they are, anything else → other.
+``periodic + nohz_idle`` is the sum to hold a model that balances idle CPUs on their own
+timers against.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ UNDEFINED_WITHOUT_GAPS = frozenset({"gap median ms", "gaps < 20 ms"})
 QUICK_GAP_MS = 20.0
 NS = 1e9
 
-#: numasim's migration kinds → the kernel's.
-SIM_KIND = {"pull": "periodic", "idle": "newidle", "active": "active", "exchange": "numa_swap",
-            "placement": "fork", "wakeup": "wakeup", "affinity": "affinity"}  # fmt: skip
+#: numasim's migration kinds → the kernel's (pulls are told apart by their attempt).
+SIM_KIND = {"active": "active", "exchange": "numa_swap", "placement": "fork", "wakeup": "wakeup",
+            "affinity": "affinity"}  # fmt: skip
 
 
 @dataclass
@@ -150,19 +152,25 @@ def observe(
 
 def sim_migrations(raw: Mapping[str, Any], window_ns: int, tasks: Iterable[int]) -> list[Migration]:
     """A traced numasim run's migrations of ``tasks`` in ``[0, window_ns]``, with the kernel's
-    kind names."""
+    kind names. numasim's kinds say who moved a task (``pull``: a busy CPU, ``idle``: an idle
+    one, ``active``: a migration thread); the balancing attempt recorded at the same instant
+    says why: at the destination, ``newidle`` → newidle, ``kicked`` (balanced on its behalf by
+    a kicked CPU) → nohz_idle, ``periodic`` → periodic; at the source, the tick's work
+    (``other``) → numa_move."""
     te = raw["trace_events"]
-    # A move made by the per-task tick (the "other" slot at level 0, charged to the CPU the
-    # task ran on) is NUMA balancing's; the balancer's active moves are charged elsewhere.
-    tick_moves = {(t, cpu) for t, cpu, level, kind, moved in te["balances"]
-                  if kind == "other" and moved and t <= window_ns}  # fmt: skip
+    why: dict[tuple[int, int], str] = {}
+    for t, cpu, _level, kind, moved in te["balances"]:
+        if moved and t <= window_ns:
+            why.setdefault((t, cpu), kind)
     wanted = set(tasks)
     out = []
     for t, pid, src, dst, kind in te["migrations"]:
         if t > window_ns or pid not in wanted:
             continue
         k = SIM_KIND.get(kind, "other")
-        if kind == "active" and (t, src) in tick_moves:
+        if kind in ("pull", "idle"):
+            k = {"newidle": "newidle", "kicked": "nohz_idle"}.get(why.get((t, dst), ""), "periodic")
+        elif kind == "active" and why.get((t, src)) == "other":
             k = "numa_move"
         out.append(Migration(t, pid, src, dst, k))
     return out
@@ -185,7 +193,7 @@ def observe_sim(
     for t, cpu, level, kind, moved in te["balances"]:
         if t > window_ns or cpu >= machine.cpus:
             continue
-        if kind == "periodic":
+        if kind in ("periodic", "kicked"):
             passes[(level, "idle" if idle_at(cpu, t) else "busy")] += 1
         elif kind == "newidle":
             passes[(level, "newly_idle")] += 1

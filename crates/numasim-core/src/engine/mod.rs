@@ -85,7 +85,9 @@ pub struct TraceEvents {
     /// `(time_ns, pid, from_cpu, to_cpu, kind)` for every migration.
     pub migrations: Vec<(u64, Pid, CpuId, CpuId, Cow<'static, str>)>,
     /// `(time_ns, cpu, level, kind, moved)` for every balancing attempt; `cpu` is
-    /// [`MACHINE_WIDE`] for a callback that belongs to no CPU.
+    /// [`MACHINE_WIDE`] for a callback that belongs to no CPU. Kinds: `periodic`, `newidle`,
+    /// `active`, `other` (`cpu_idle`, the tick's work, a machine-wide callback) and `kicked`
+    /// (a periodic balancing a kicked CPU did on `cpu`'s behalf).
     pub balances: Vec<(u64, CpuId, usize, Cow<'static, str>, usize)>,
     /// `(time_ns, cpu, nr_running)` whenever a runqueue's length changes.
     pub runqueue: Vec<(u64, CpuId, usize)>,
@@ -798,7 +800,13 @@ impl<'a> State<'a> {
         inv[level] += 1;
         self.stats.moved[slot][level] += moved as u64;
         if self.w.config.record_trace {
-            let kind = ["periodic", "newidle", "active", "other"][slot];
+            // A periodic balancing another CPU did on `cpu`'s behalf (a kicked CPU's) is
+            // "kicked", so a trace tells it from `cpu`'s own.
+            let kind = if slot == 0 && payer != cpu {
+                "kicked"
+            } else {
+                ["periodic", "newidle", "active", "other"][slot]
+            };
             let at = cpu.unwrap_or(MACHINE_WIDE);
             self.trace_events
                 .balances
