@@ -227,7 +227,10 @@ def test_validate_prints_both_sides_of_every_metric(validated, run):
     r = run(*args)
     assert r.code == 0, r.err
     assert r.out.startswith("ring-4x2 (4 nodes, 8 CPUs) · 8 busy loops on CPU 0, released at")
-    assert "kernel 6.12.117+deb12-amd64 · numasim linux" in r.out.splitlines()[0]
+    assert r.out.splitlines()[0].endswith(
+        "kernel 6.12.117+deb12-amd64 · numasim linux:numa_balancing=off"
+    )
+    assert "(QEMU's TCG: each of the 8 vCPUs had " in r.out
     assert "kernel (3 boots)" in r.out and "numasim (3 seeds)" in r.out
     for metric in ["migrations/nohz_idle", "migrations/distance 20", "passes L0 MC idle",
                    "passes L2 NUMA busy", "tasks moved"]:  # fmt: skip

@@ -95,7 +95,7 @@ def describe(v: Validation) -> str:
     return (f"{v.machine.name} ({v.machine.nodes} nodes, {v.machine.cpus} CPUs) · {t.tasks} "
             f"busy loops {start.get(t.start, t.start)}{mem} · {t.window_ns / 1e9:g} s window · "
             f"NUMA balancing {'on' if t.numa_balancing else 'off'} · kernel "
-            f"{', '.join(kernels)} · numasim {v.policy}")  # fmt: skip
+            f"{', '.join(kernels)} · numasim {v.twin.policy(v.policy)}")  # fmt: skip
 
 
 def text(v: Validation, confidence: float = 0.95) -> str:
@@ -111,7 +111,8 @@ def text(v: Validation, confidence: float = 0.95) -> str:
         lines.append("  ".join(cells).rstrip())
     counts = _verdicts(v)
     lines += ["", f"mean ± {confidence:.0%} half-width [min–max]; migrations per task-second, "
-              "passes and active balances per CPU-second of guest time.",
+              "passes and active balances per CPU-second of guest time (QEMU's TCG:"
+              + _share_text(v).replace(" In these boots each", " each").rstrip(".") + ").",
               "numasim's mean against the kernel's range: " + ", ".join(
                   f"{n} {k}" for k, n in counts.items())]  # fmt: skip
     return "\n".join(lines)
