@@ -291,8 +291,9 @@ def test_validate_refuses_bad_input_in_one_line(run, args, message):
 
 # --- a real kernel in the loop (where QEMU and a cached kernel are: make test installs them) ---
 
-#: What the small real case holds numasim to: each boot's value within numasim's range over its
-#: seeds, widened by CLOSE (the allowance for what the emulation distorts).
+#: The metrics the small case holds numasim to: the kept runs each within numasim's range over
+#: its seeds widened by CLOSE (the allowance for what the emulation distorts); live boots by
+#: validate's verdict.
 HELD = ("migrations/all", "tasks moved", "passes/0/busy", "passes/0/idle", "passes/1/busy",
         "passes/1/idle", "passes/2/busy", "passes/2/idle")  # fmt: skip
 
@@ -322,16 +323,26 @@ def test_numasims_range_holds_the_kept_runs_of_the_small_case():
 
 @needs_qemu
 def test_a_real_kernel_in_the_loop(run, tmp_path):
-    """Two boots of the small case, parsed, then held to numasim's range: a regression test of
-    the harness and of the model at once."""
+    """Two boots of the small case, parsed, then held to numasim: a regression test of the
+    harness (what every boot of this case must show) and of the model (numasim's mean against
+    the kernel's range over these boots and the three kept ones, as ``validate`` judges it).
+
+    The kernel's own spread on this case is wide (from 7 to 16 moves in 10 s) while numasim's
+    seeds barely differ, so the kernel's range is taken over five boots, not held to numasim's."""
     from numasim.kernel.validate import validate
 
     r = run("kernel-run", "--machine", RING, "--kernel", _cached_kernel(), "--tasks", "8",
             "--start", "released", "--release-ms", "1000", "--numa-balancing", "off",
             "--window-s", "10", "--boots", "2", "--out", tmp_path)  # fmt: skip
     assert r.code == 0, r.err
-    runs = load_runs(tmp_path)
-    assert len(runs) == 2 and all(b.lost_events == 0 for b in runs)
-    assert all(t.first_cpu == 0 for b in runs for t in b.tasks)
-    v = validate(runs, seeds=8, jobs=1)
-    assert outside_numasims_range(v) == []
+    live = load_runs(tmp_path)
+    assert len(live) == 2 and all(b.lost_events == 0 for b in live)
+    assert all(t.first_cpu == 0 for b in live for t in b.tasks)
+    v = validate([*live, *load_runs(RELEASED)], seeds=8, jobs=1)
+    rows = {r.metric: r for r in v.rows()}
+    # Every boot: 8 loops released from CPU 0 onto 8 CPUs move at least 7 of them, and every
+    # level balanced, busy and idle.
+    for metric in HELD[2:]:
+        assert all(k > 0 for k in rows[metric].kernel[:2]), metric
+    assert all(k >= 7 / 8 for k in rows["tasks moved"].kernel[:2])
+    assert [m for m in HELD if rows[m].verdict() == "outside"] == []
