@@ -608,10 +608,10 @@ impl<'a> State<'a> {
         p.class_migrations += u32::from(cross);
     }
 
-    /// Moves `pid`, running (preempted, as by a migration thread) or queued on `from`, to the
-    /// tail of `to`'s queue, counting a migration of `kind`.
+    /// Takes `pid` off `from`: as its running process (`running`: preempted, as by a migration
+    /// thread; `from` then picks its next one) or out of its queue.
     #[inline(always)]
-    fn move_task(&mut self, pid: Pid, from: CpuId, to: CpuId, running: bool, kind: MigrationKind) {
+    fn detach(&mut self, pid: Pid, from: CpuId, running: bool) {
         if running {
             self.take_current(from);
             self.vacated.push(from);
@@ -623,6 +623,13 @@ impl<'a> State<'a> {
             self.rq_changed(from);
         }
         self.leave_node(pid, from);
+    }
+
+    /// Moves `pid`, running (preempted, as by a migration thread) or queued on `from`, to the
+    /// tail of `to`'s queue, counting a migration of `kind`.
+    #[inline(always)]
+    fn move_task(&mut self, pid: Pid, from: CpuId, to: CpuId, running: bool, kind: MigrationKind) {
+        self.detach(pid, from, running);
         self.enqueue(pid, to);
         self.record_migration(pid, from, to, kind);
     }
@@ -657,19 +664,10 @@ impl<'a> State<'a> {
         let from = p.cpu;
         let running = matches!(p.state, PState::Running) && self.w.cpus[from].current == Some(pid);
         let queued = matches!(p.state, PState::Runnable) && self.w.cpus[from].queue.contains(&pid);
-        if running {
-            self.take_current(from);
-            self.vacated.push(from);
-        } else if queued {
-            self.touch_load(from);
-            let q = &mut self.w.cpus[from].queue;
-            let at = q.iter().position(|&x| x == pid).expect("checked");
-            q.remove(at);
-            self.rq_changed(from);
-        } else {
+        if !running && !queued {
             return false;
         }
-        self.leave_node(pid, from);
+        self.detach(pid, from, running);
         let p = &mut self.w.procs[pid];
         p.state = PState::Held;
         p.preempted = true;
