@@ -1090,17 +1090,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
                 target,
                 level,
             } => active_balance(&mut s, policy, busiest, target, level),
-            Event::Kick(cpu) => {
-                // A CPU busy with charged work takes the interrupt's work up after it.
-                let end = s.w.cpus[cpu].stall_until;
-                if s.kicked[cpu] {
-                } else if end > s.w.now {
-                    s.kicked[cpu] = true;
-                    s.push(end, Event::KickNext(cpu));
-                } else {
-                    kick_step(&mut s, policy, cpu);
-                }
-            }
+            Event::Kick(cpu) => kick(&mut s, policy, cpu),
             Event::KickNext(cpu) => kick_step(&mut s, policy, cpu),
         }
     }
@@ -1509,6 +1499,14 @@ fn balance_levels(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId, payer:
     }
 }
 
+/// A kick reaches `cpu`: a run on other CPUs' behalf in progress takes it up (the policy knows
+/// of it); else `cpu` starts one, after the charged work it is busy with if any.
+fn kick(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    if !s.kicked[cpu] && !defer_kicked(s, cpu) {
+        kick_step(s, policy, cpu);
+    }
+}
+
 /// `cpu`, interrupted by another CPU's kick (or going on after balancing one CPU), balances
 /// the CPUs the policy names on their behalf (`Policy::next_kicked`), each in turn: its work
 /// is charged to `cpu`, and the next one starts when that work ends. A kick that arrives while
@@ -1521,14 +1519,24 @@ fn kick_step(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             break;
         }
         balance_levels(s, policy, other, cpu);
-        let end = s.w.cpus[cpu].stall_until;
-        if end > s.w.now {
-            s.kicked[cpu] = true;
-            s.push(end, Event::KickNext(cpu));
+        if defer_kicked(s, cpu) {
             return;
         }
     }
     refresh_balance_timer(s, policy, cpu);
+}
+
+/// Whether `cpu` is busy with charged work: then its balancing on other CPUs' behalf goes on
+/// when that work ends (a `KickNext` then).
+#[inline(always)]
+fn defer_kicked(s: &mut State<'_>, cpu: CpuId) -> bool {
+    let end = s.w.cpus[cpu].stall_until;
+    if end <= s.w.now {
+        return false;
+    }
+    s.kicked[cpu] = true;
+    s.push(end, Event::KickNext(cpu));
+    true
 }
 
 /// An attempt of `target` at `level`, made by `payer`, asked for an active balance from
