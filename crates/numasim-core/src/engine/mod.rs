@@ -7,7 +7,7 @@
 //!   arrivals: pids by arrival time, read in order (first among events at the same instant)
 //!   events: 4-ary heap<(time_ns, seq, Event)>   Arrive(pid) | Milestone(cpu, gen)
 //!                                               | IoDone(pid) | SyncDone(pid) | Balance(cpu, gen)
-//!                                               | Active{busiest, target} | Kick(cpu)
+//!                                               | Active{busiest, target, level} | Kick(cpu)
 //!                                               | KickNext(cpu) | Global | Affinity(pid, k)
 //!   wheel:  Balance(cpu, gen) timers on a tick of the next 512, a bucket per tick (wheel.rs);
 //!           the next event is the heap's top or the wheel's front, whichever key is smaller
@@ -16,7 +16,9 @@
 //!           stall_until ── cache refill or balancing work: the current process makes no progress
 //!           load    ── 128 × nr_running, and its per-tick decayed averages cpu_load[0..3]
 //!           pelt    ── PELT sums of its attached tasks (policies that ask: tracks_pelt)
-//!   process: remaining work (ns at speed 1, all-local), current burst, origin, metrics
+//!           kicked  ── balancing on other CPUs' behalf, a KickNext pending
+//!   process: remaining work (ns at speed 1, all-local), current burst, origin, metrics,
+//!            allowed CPUs (View::allowed: kept only when some process has an affinity)
 //!   group:   page shares per node (first touch), threads per node
 //! ```
 //!
@@ -25,12 +27,21 @@
 //!    `L = Σ_k share_k · distance(node, k) / 10` over its group's pages; stalls make no progress.
 //! 3. Arrivals ask the policy where to place the process; IO completions and sync-point releases
 //!    (an application thread at a barrier or an empty queue, which left the runqueue) where to
-//!    wake it; a CPU with nothing left balances newly-idle (levels the policy allows) before
-//!    idling; every CPU has a periodic balancing timer the policy sets.
-//! 4. Every decision is checked and applied here: moves set the cache-refill penalty (0.1 ms in a
-//!    node, 0.5 ms × distance/10 across nodes), each attempt stalls its CPU for 1 µs per runqueue,
-//!    0.2 µs per task examined and 5 µs per migration (all configurable).
-//! 5. The run ends when every process has completed; metrics are gathered from the states.
+//!    wake it; a CPU with nothing left — its process stopped, or a decision moved or held it
+//!    away — balances newly-idle (levels the policy allows) before idling; every CPU has a
+//!    periodic balancing timer the policy sets. An expired slice is seen at once, or at the
+//!    policy's tick (`Policy::slice_tick_ns`).
+//! 4. Work that happens later is an event of its own: a kick sent at another CPU's periodic
+//!    event (`Policy::kick` → `Kick`), after which the kicked CPU balances CPUs on their behalf
+//!    one after another (`Policy::next_kicked`, a `KickNext` when its charged work ends); an
+//!    active balance asked for with a latency (`Policy::active_balance_latency_ns` → `Active`,
+//!    after the asking CPU's work; without one it runs at once); an affinity change at its time
+//!    (`Affinity`; docs/engine.md, "Affinity").
+//! 5. Every decision is checked (CPUs that exist, a process where the move says, a CPU its
+//!    affinity allows) and applied here: moves set the cache-refill penalty (0.1 ms in a
+//!    node, 0.5 ms × distance/10 across nodes), each attempt stalls the CPU that does it for
+//!    1 µs per runqueue, 0.2 µs per task examined and 5 µs per migration (all configurable).
+//! 6. The run ends when every process has completed; metrics are gathered from the states.
 //!
 //! Determinism: one event order (time, then insertion sequence: keys are unique, so any correct
 //! priority queue pops the same sequence; a 4-ary heap, whose pops touch half the levels of a
