@@ -334,7 +334,7 @@ pub trait Policy: Send {
         None
     }
 
-    /// What happens to `pid` when a change of its allowed CPUs ([`View::allowed`], already
+    /// What happens to `pid` when a change of its allowed CPUs ([`World::allowed`], already
     /// the new ones) excludes the CPU it is running or queued on (asked only then): by
     /// default the engine's destination, Linux 6.x's (`cpumask_any_and_distribute`:
     /// docs/engine.md, "Affinity").
