@@ -487,11 +487,11 @@ impl Linux {
         if li + 1 == v.domains.cpus[cpu].len() {
             // update_sd_lb_stats at the root domain: rd->overloaded is whether some CPU of it
             // (in env->cpus) has two tasks, or (SD_ASYM_CPUCAPACITY) a misfit outside the local
-            // group.
-            let two = level
-                .span
+            // group. The CPUs with two tasks are the engine's overloaded set.
+            let two = v
+                .overloaded()
                 .iter()
-                .any(|c| v.nr_running(c) > 1 && !excluded.contains(&c));
+                .any(|c| level.span.contains(c) && !excluded.contains(&c));
             self.rd_overloaded = two || misfit;
             self.rd_overload_events = v.overload_events();
         }
