@@ -318,8 +318,9 @@ pub fn update_sd_pick_busiest(
 }
 
 impl Linux {
-    /// `get_sd_balance_interval`, in jiffies (kept by `SdState::set_interval`).
-    pub(super) fn interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
+    /// `get_sd_balance_interval` of `cpu`'s level `li`, idle or busy, in jiffies (kept by
+    /// `SdState::set_interval`).
+    pub fn balance_interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
         self.sd[cpu][li].interval[usize::from(busy)]
     }
 
@@ -1023,7 +1024,7 @@ impl Linux {
         }
         let busy = c.busy;
         let (exec, at) = (c.exec, c.cursor_ns);
-        let mut interval = self.interval(cpu, li, busy);
+        let mut interval = self.balance_interval(cpu, li, busy);
         let mut attempt = None;
         // SD_SERIALIZE (every NUMA level: sd_init): sched_balance_running is taken before the
         // due check; a CPU that finds it held by another skips the level ("goto out": no pass,
@@ -1050,7 +1051,7 @@ impl Linux {
             let busy = busy || a.moves.iter().any(|m| m.to == cpu);
             self.cpu[cpu].busy = busy;
             self.sd[cpu][li].last_balance = now;
-            interval = self.interval(cpu, li, busy);
+            interval = self.balance_interval(cpu, li, busy);
             attempt = Some(a);
         }
         // out: the earliest time this level is due again.
@@ -1081,7 +1082,7 @@ impl Linux {
     /// level's next idle balancing, if earlier, becomes `rq->next_balance` ("Move the next
     /// balance forward").
     fn newidle_next_balance(&mut self, cpu: CpuId, li: usize) {
-        let next = self.sd[cpu][li].last_balance + self.interval(cpu, li, false);
+        let next = self.sd[cpu][li].last_balance + self.balance_interval(cpu, li, false);
         let c = &mut self.cpu[cpu];
         c.next_balance = c.next_balance.min(next);
     }

@@ -689,12 +689,6 @@ impl Linux {
         self.jiffy_ns
     }
 
-    /// `get_sd_balance_interval` of `cpu`'s level `li`, idle or busy, in jiffies (for tests
-    /// and traces).
-    pub fn balance_interval(&self, cpu: CpuId, li: usize, busy: bool) -> u64 {
-        self.interval(cpu, li, busy)
-    }
-
     /// Whether `cpu` has stopped its tick and is in `nohz.idle_cpus_mask` (for tests).
     pub fn nohz_tick_stopped(&self, cpu: CpuId) -> bool {
         self.nohz.tick_stopped[cpu]
