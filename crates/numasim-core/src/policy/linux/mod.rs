@@ -236,6 +236,9 @@ impl Options {
                         )
                     })
             };
+            let on_off = || {
+                super::option_choice(origin, "linux", key, value, &[("on", true), ("off", false)])
+            };
             match key {
                 "slice-us" => o.base_slice_us = positive()?,
                 "nr-migrate" => o.nr_migrate = positive()? as usize,
@@ -254,19 +257,9 @@ impl Options {
                             )
                         })?;
                 }
-                "numa_balancing" => {
-                    let on_off = [("on", true), ("off", false)];
-                    o.numa_balancing =
-                        Some(super::option_choice(origin, "linux", key, value, &on_off)?);
-                }
-                "nohz" => {
-                    let on_off = [("on", true), ("off", false)];
-                    o.nohz = super::option_choice(origin, "linux", key, value, &on_off)?;
-                }
-                "ni_random" => {
-                    let on_off = [("on", true), ("off", false)];
-                    o.ni_random = super::option_choice(origin, "linux", key, value, &on_off)?;
-                }
+                "numa_balancing" => o.numa_balancing = Some(on_off()?),
+                "nohz" => o.nohz = on_off()?,
+                "ni_random" => o.ni_random = on_off()?,
                 _ => {
                     return Err(InputError::new(
                         origin,
