@@ -862,7 +862,7 @@ impl Linux26 {
         v.domains.place_down(cpu, start, flag, |li, cpu| {
             let level = &v.domains.cpus[cpu][li];
             let group = find_idlest_group(v, level)?;
-            Some(find_idlest_cpu(v, level, group, cpu))
+            Some(find_idlest_cpu(v, level, group, cpu, |_| true))
         })
     }
 }
@@ -882,7 +882,7 @@ fn balance_self_allowed(
     v.domains.place_down(cpu, start, flag, |li, cpu| {
         let level = &v.domains.cpus[cpu][li];
         let group = find_idlest_group_allowed(v, level, mask)?;
-        Some(find_idlest_cpu_allowed(v, level, group, cpu, mask))
+        Some(find_idlest_cpu(v, level, group, cpu, |i| mask.contains(i)))
     })
 }
 
@@ -925,30 +925,6 @@ fn find_idlest_group_allowed(
         return None;
     }
     Some(idlest)
-}
-
-/// `find_idlest_cpu` over the group's allowed CPUs ("Traverse only the allowed CPUs").
-fn find_idlest_cpu_allowed(
-    v: &View<'_>,
-    level: &Level,
-    group: usize,
-    this_cpu: CpuId,
-    mask: &crate::cpuset::CpuSet,
-) -> CpuId {
-    let mut min = u64::MAX;
-    let mut idlest = this_cpu;
-    for i in level.groups[group]
-        .span
-        .iter()
-        .filter(|&i| mask.contains(i))
-    {
-        let load = v.raw_load(i);
-        if load < min || (load == min && i == this_cpu) {
-            min = load;
-            idlest = i;
-        }
-    }
-    idlest
 }
 
 /// `find_idlest_group`: a group 12 % (half of imbalance_pct's margin) less loaded than this one.
@@ -1033,11 +1009,19 @@ fn scan_idlest_group(
     Some(idlest)
 }
 
-/// `find_idlest_cpu`: the least loaded CPU of the group, this CPU on ties.
-fn find_idlest_cpu(v: &View<'_>, level: &Level, group: usize, this_cpu: CpuId) -> CpuId {
+/// `find_idlest_cpu`: the least loaded CPU of the group among those `allowed` admits (every
+/// one, or for a process with an affinity its allowed CPUs: "Traverse only the allowed CPUs",
+/// `cpus_and`), this CPU on ties.
+fn find_idlest_cpu(
+    v: &View<'_>,
+    level: &Level,
+    group: usize,
+    this_cpu: CpuId,
+    allowed: impl Fn(CpuId) -> bool,
+) -> CpuId {
     let mut min = u64::MAX;
     let mut idlest = this_cpu;
-    for i in level.groups[group].span.iter() {
+    for i in level.groups[group].span.iter().filter(|&i| allowed(i)) {
         let load = v.raw_load(i);
         if load < min || (load == min && i == this_cpu) {
             min = load;
