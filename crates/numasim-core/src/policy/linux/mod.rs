@@ -6,11 +6,14 @@
 //!   per task   PELT load/runnable/util (engine, crate::load::Pelt; read through the View)
 //!              recent_used_cpu (select_idle_sibling)
 //!   per CPU    PELT sums of its attached tasks (engine) │ avg_idle, idle_stamp,
-//!              max_idle_balance_cost, the current balancing pass (policy)
+//!              max_idle_balance_cost, rq->next_balance (jiffies), rq->active_balance,
+//!              sched_rnd_state (NI_RANDOM), the current balancing pass (policy)
 //!   per CPU, per level (sched_domain)
 //!              last_balance, balance_interval (min..max), nr_balance_failed,
-//!              max_newidle_lb_cost │ derived once: NUMA?, LLC?, imb_numa_nr
+//!              max_newidle_lb_cost, newidle_call/success/ratio │ derived once: NUMA?, LLC?,
+//!              imb_numa_nr
 //!   per group  SD_PREFER_SIBLING (its child domain's flags) │ sgc->imbalance
+//!   machine    rd->overloaded (sticky), sched_balance_running (SD_SERIALIZE), nohz (nohz.rs)
 //!   capacity   capacity_of(cpu) = 1024 × speed / the fastest speed (arch_scale_cpu_capacity,
 //!              SCHED_CAPACITY_SCALE for the fastest); load weight 1024 per task (nice 0)
 //!              SD_ASYM_CPUCAPACITY on levels whose span holds more than one capacity
@@ -24,7 +27,9 @@
 //!    busy_factor) − 1`, clamped to `[1, max_load_balance_interval]`) has passed since
 //!    `last_balance` is balanced; going up stops when `should_we_balance` says another CPU of
 //!    the local group balances for it; `rq->next_balance` becomes the earliest next time of the
-//!    levels visited. nohz (`nohz.rs`): an idle CPU stops its tick after its first tick in the
+//!    levels visited. `SD_SERIALIZE` (every NUMA level): `sched_balance_running` is taken
+//!    before the due check and held for the pass's charged work; a CPU that finds it held
+//!    skips the level. nohz (`nohz.rs`): an idle CPU stops its tick after its first tick in the
 //!    idle loop; busy CPUs' ticks kick the idle load balancer (`nohz_balancer_kick`,
 //!    `kick_ilb`), which balances every due tickless idle CPU on its behalf
 //!    (`_nohz_idle_balance`); `linux:nohz=off` keeps every CPU's tick.
@@ -32,32 +37,45 @@
 //!    else the first idle CPU of the local group's balance mask, or its first CPU), then
 //!    `sched_balance_find_src_group` [`find_busiest_group`]: per group `update_sg_lb_stats`
 //!    (PELT load, util, runnable, nr_running, idle CPUs) and `group_classify` (has_spare <
-//!    fully_busy < … < overloaded), the busiest by `update_sd_pick_busiest`, the out-balanced
-//!    tests, then `calculate_imbalance` (migration type load, util or task, with
-//!    `sibling_imbalance` and `adjust_numa_imbalance` / `imb_numa_nr`).
+//!    fully_busy < misfit < imbalanced (`sgc->imbalance`: pinned tasks kept the level below
+//!    unbalanced) < overloaded), the busiest by `update_sd_pick_busiest`, the out-balanced
+//!    tests (`prefer_sibling`: the busiest group's, from its child domain's flags), then
+//!    `calculate_imbalance` (migration type load, util or task, with `sibling_imbalance` and
+//!    `adjust_numa_imbalance` / `imb_numa_nr`). A pass at a CPU's top level recomputes the
+//!    sticky `rd->overloaded` (`update_sd_lb_stats`).
 //! 3. `sched_balance_find_src_rq` [`find_busiest_queue`]: by the migration type, the CPU with
 //!    the most load (skipping one task heavier than the imbalance), util (two tasks or more) or
 //!    tasks.
 //! 4. `detach_tasks`: from the tail of `cfs_tasks` (least recently run first), at most
-//!    `loop_max = min(nr_migrate 32, nr_running)` looked at; `can_migrate_task` (never the
-//!    running task; `migrate_degrades_locality`, else `task_hot`: stopped running less than
+//!    `loop_max = min(nr_migrate 32, nr_running)` looked at; `can_migrate_task` (its affinity
+//!    first: tasks pinned away set `LBF_DST_PINNED`, `LBF_SOME_PINNED`, `LBF_ALL_PINNED`, on
+//!    which `sched_balance_rq` retries toward `new_dst_cpu` or drops the busiest CPU and redoes:
+//!    docs/policies/linux.md, "Affinity"; never the running task;
+//!    `migrate_degrades_locality`, else `task_hot`: stopped running less than
 //!    `sysctl_sched_migration_cost` 0.5 ms ago; hot tasks move once `nr_balance_failed >
 //!    cache_nice_tries`); load and util checked with `shr_bound(x, nr_balance_failed) >
 //!    imbalance`; an idle puller never empties the source; newly idle stops after one task.
 //! 5. Failure, active balance, back-off (end of `sched_balance_rq`): nothing moved →
 //!    `nr_balance_failed++` (not newly idle); `need_active_balance` (migrate_task and more than
-//!    `cache_nice_tries + 2` failures) → `active_load_balance_cpu_stop` pushes one task, hot or
-//!    not (the running one when it is alone), and a success resets the failures; moved →
-//!    failures reset; unbalanced → interval back to min; balanced → interval doubles up to max
-//!    (not for newly idle).
-//! 6. `sched_balance_newidle` [`newidle_balance`]: skipped unless some CPU has two tasks
-//!    (`rd->overloaded`) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
+//!    `cache_nice_tries + 2` failures; not when the busiest CPU's running task may not run
+//!    here: `out_one_pinned`) → unless the busiest CPU's `rq->active_balance` is set, set it
+//!    and kick its stopper, which runs [`STOPPER_LATENCY_NS`] after the pass's work
+//!    (`stop_one_cpu_nowait`: the kicking CPU goes on to its higher levels):
+//!    `active_load_balance_cpu_stop` pushes one task that may run on the target, hot or not
+//!    (the running one when it is alone), and a success resets the failures; moved → failures
+//!    reset; unbalanced → interval back to min; balanced → interval doubles up to max, or up to
+//!    `MAX_PINNED_INTERVAL` when every task was pinned (not for newly idle).
+//! 6. `sched_balance_newidle` [`newidle_balance`]: skipped unless `rd->overloaded` (sticky: set
+//!    whenever a runqueue reaches two tasks, stoppers included, and recomputed only by rule 2's
+//!    top-level passes) and `avg_idle` ≥ the lowest level's `max_newidle_lb_cost`; levels with
 //!    `SD_BALANCE_NEWIDLE` lowest first while `avg_idle ≥ cost so far + the level's max cost`,
 //!    each cost measured (the engine's charge for the attempt, `update_newidle_cost`: a max
-//!    decaying ×253/256 once `HZ` jiffies have passed), until one pulls; the levels it visits
-//!    move `rq->next_balance` earlier (`update_next_balance`). `avg_idle`: 1/8 EWMA of idle durations
-//!    (from `idle_stamp` at newly idle to the next wake-up there, `ttwu_do_activate`), capped at
-//!    2 × `max_idle_balance_cost`.
+//!    decaying ×253/256 once `HZ` jiffies have passed), until one pulls; with `NI_RANDOM` a
+//!    level runs only when a 1024-sided dice (`sched_rng`, `prandom.rs`) shows at most
+//!    `1 + newidle_ratio`, the ratio following the level's successes (`update_newidle_stats`);
+//!    the levels it visits move `rq->next_balance` earlier (`update_next_balance`).
+//!    `avg_idle`: 1/8 EWMA of idle durations (from `idle_stamp` at newly idle to the next
+//!    wake-up there, `ttwu_do_activate`), capped at 2 × `max_idle_balance_cost`.
 //! 7. Fork placement, `select_task_rq_fair` → `sched_balance_find_dst_cpu` [`find_idlest_cpu`]:
 //!    from the highest contiguous level with `SD_BALANCE_FORK`, `sched_balance_find_dst_group`
 //!    (`update_sg_wakeup_stats`, `update_pick_idlest`; stay local when local is of a lower type;
@@ -86,8 +104,8 @@
 //!     of it is inert.
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `nohz.rs`
-//! (rule 1's idle load balancer), `placement.rs`
-//! (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
+//! (rule 1's idle load balancer), `prandom.rs` (the kernel's `prandom`, rule 6's dice),
+//! `placement.rs` (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
 //! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
 //! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
 //! in docs/policies/linux.md.
