@@ -445,7 +445,9 @@ impl Linux {
     }
 
     /// `sched_balance_find_src_group`: the busiest group's index, the migration type and the
-    /// imbalance, or `None` when balanced. Adds the runqueues it read to `a`.
+    /// imbalance, or `None` when balanced, the CPUs of `excluded` (no longer in `env->cpus`)
+    /// not read. Adds the runqueues it read to `a`; at `cpu`'s top level it recomputes
+    /// `rd->overloaded` (`update_sd_lb_stats`).
     pub(super) fn find_src_group(
         &mut self,
         v: &View<'_>,
@@ -550,7 +552,8 @@ impl Linux {
         (imbalance > 0).then_some((bi, mt, imbalance))
     }
 
-    /// `sched_balance_find_src_rq` for `dst` balancing at level `li`.
+    /// `sched_balance_find_src_rq` for `dst` balancing at level `li`, over the group's CPUs
+    /// not in `excluded` (`for_each_cpu_and(i, sched_group_span(group), env->cpus)`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn find_src_rq(
         &self,
