@@ -3,23 +3,29 @@
 //! CPU, the idle load balancer (ILB), to balance every due tickless idle CPU on its behalf.
 //!
 //! ```text
-//!   busy CPU's tick (every jiffy)            nohz_balancer_kick
-//!     first busy tick after tickless idle ─► nohz_balance_exit_idle
-//!     nr_cpus > 0, jiffies >= nohz.next_balance, and nr_running >= 2 or its LLC's
-//!     nr_busy_cpus > 1 (asymmetric: a misfit task instead)           ─► BALANCE kick
-//!     nohz.needs_update                                              ─► NEXT kick
-//!                                              kick_ilb: nohz.next_balance = jiffies + 1
-//!                                              (BALANCE); ILB = the lowest idle CPU of
-//!                                              nohz.idle_cpus_mask; an IPI unless one is
-//!                                              pending there
-//!   ILB, IPI_LATENCY_NS later                  nohz_csd_func → _nohz_idle_balance
-//!     for each CPU of the mask from ILB + 1, wrapping, itself last, idle:
-//!       jiffies >= rq->next_balance and BALANCE ─► sched_balance_domains(rq, CPU_IDLE)
-//!       nohz.next_balance = the earliest rq->next_balance of those CPUs
-//!   idle CPU                                   keeps its tick until the first tick in the
-//!                                              idle loop (its own balancing then, if due),
-//!                                              then stops it: nohz_balance_enter_idle
+//!   machine   nohz.idle_cpus_mask (tick_stopped per CPU), nohz.nr_cpus,
+//!             nohz.next_balance (jiffies), nohz.needs_update
+//!   per CPU   nohz_flags (kicks sent, not yet taken) │ idle_ticked (a tick since it went
+//!             idle) │ tick_idle (idle at its tick in progress) │ sd_llc's span (nr_busy_cpus)
+//!             │ the ILB run it is doing: kicks taken, place in the order, earliest
+//!             rq->next_balance seen
 //! ```
+//!
+//! 1. Going idle: a CPU keeps its tick until its first tick in the idle loop (its own
+//!    balancing then, if due), then stops it and joins the mask (`tick_nohz_idle_stop_tick` →
+//!    `nohz_balance_enter_idle`: `needs_update`). A tickless CPU balances nothing itself.
+//! 2. A busy CPU's tick, every jiffy (`nohz_balancer_kick`): the first after tickless idle
+//!    leaves the mask (`nohz_balance_exit_idle`); then, with CPUs in the mask and `jiffies >=
+//!    nohz.next_balance`, two tasks here or more than one busy CPU in its LLC (asymmetric: a
+//!    misfit task instead) make a BALANCE kick (`kick_ilb`: `nohz.next_balance = jiffies +
+//!    1`), and `needs_update` a NEXT kick; the kick goes to the lowest idle CPU of the mask
+//!    (`find_new_ilb`), [`IPI_LATENCY_NS`] later, unless one is pending there.
+//! 3. The kicked CPU, the idle load balancer (ILB), still idle, takes the kicks
+//!    (`nohz_csd_func`) and visits the CPUs of the mask from ILB + 1, wrapping, itself last
+//!    (`_nohz_idle_balance`): each idle one whose `rq->next_balance` is due is balanced on its
+//!    behalf (BALANCE: `sched_balance_domains(rq, CPU_IDLE)`); it stops if it gets work
+//!    itself; at the end `nohz.next_balance` is the earliest `rq->next_balance` it saw; kicks
+//!    that arrived meanwhile start it again.
 //!
 //! The engine runs the ILB's balancing CPU by CPU (`Policy::next_kicked`), each starting when
 //! the work charged for the previous one ends. What is not modelled (docs/policies/linux.md,
