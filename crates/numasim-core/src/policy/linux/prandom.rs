@@ -2,11 +2,20 @@
 //! `sched_rng()` draws from for `NI_RANDOM`: L'Ecuyer's maximally equidistributed combined
 //! Tausworthe generator (lfsr113), four 32-bit components.
 //!
-//! The kernel seeds `sched_rnd_state` per CPU from the entropy pool at boot
+//! ```text
+//!   struct rnd_state   s1 ≥ 2, s2 ≥ 8, s3 ≥ 16, s4 ≥ 128   (u32 each; one per CPU in linux)
+//! ```
+//!
+//! 1. Seed ([`Prandom::seeded`], `prandom_seed_early`): each component is the previous one (the
+//!    seed for s1) times the LCG's 69069, plus its minimum if below it; then ten draws
+//!    thrown away (`prandom_warmup`).
+//! 2. Draw ([`Prandom::next_u32`], `prandom_u32_state`): each component takes one step of its
+//!    Tausworthe recurrence; the draw is the four XORed.
+//!
+//! Known limit: the kernel seeds `sched_rnd_state` per CPU from the entropy pool at boot
 //! (`prandom_init_once` → `prandom_seed_full_state`); a simulation must be repeatable, so
-//! numasim seeds it the way `prandom_seed_early` does from a 32-bit seed (an LCG, each
-//! component kept above its minimum) and warms it up with ten draws (`prandom_warmup`), the seed
-//! being derived from the run's workload and the CPU ([`Prandom::for_cpu`]).
+//! numasim seeds it from a 32-bit number derived from the run's workload and the CPU
+//! ([`Prandom::for_cpu`]): the kernel's sequence, not a real boot's draws.
 
 /// One `struct rnd_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
