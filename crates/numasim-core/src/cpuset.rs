@@ -1,7 +1,8 @@
 //! `CpuSet`: a fixed-size set of CPU (or node) ids, the kernel's `cpumask`.
 //!
 //! A thin wrapper over [`fixedbitset::FixedBitSet`] with the few mask operations the domain
-//! builders need (`cpumask_or`, `cpumask_subset`, `cpumask_equal`, `for_each_cpu_wrap`).
+//! builders need (`cpumask_or`, `cpumask_subset`, `cpumask_equal`, `for_each_cpu_wrap`), and the
+//! kernel's cpulist form of any ids ([`cpulist`]).
 //! Iteration is always in increasing id order, so results never depend on hashing.
 
 use fixedbitset::FixedBitSet;
@@ -86,23 +87,11 @@ impl CpuSet {
     /// The kernel's cpulist form (`/sys/devices/system/node/node0/cpulist`): `"0-3,8"`, or
     /// `"-"` for the empty set.
     pub fn to_cpulist(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        let mut ids = self.iter().peekable();
-        while let Some(start) = ids.next() {
-            let mut end = start;
-            while ids.peek() == Some(&(end + 1)) {
-                end = ids.next().expect("peeked");
-            }
-            parts.push(if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            });
-        }
-        if parts.is_empty() {
+        let list = cpulist(self.iter());
+        if list.is_empty() {
             "-".to_string()
         } else {
-            parts.join(",")
+            list
         }
     }
 
@@ -110,6 +99,25 @@ impl CpuSet {
     pub fn to_vec(&self) -> Vec<usize> {
         self.iter().collect()
     }
+}
+
+/// The kernel's cpulist form of `ids`, each run of consecutive ids as a range: `"0-3,8"`
+/// (empty when there is none).
+pub fn cpulist(ids: impl IntoIterator<Item = usize>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut ids = ids.into_iter().peekable();
+    while let Some(start) = ids.next() {
+        let mut end = start;
+        while ids.peek() == Some(&(end + 1)) {
+            end = ids.next().expect("peeked");
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    parts.join(",")
 }
 
 /// Serialised as the sorted array of its ids (the SPEC §2 CPU lists).

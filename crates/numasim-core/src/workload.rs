@@ -139,26 +139,7 @@ impl CpuList {
 
     /// The cpulist form (`"0-3,8"`).
     pub fn to_cpulist(&self) -> String {
-        let mut out = String::new();
-        let mut i = 0;
-        while i < self.0.len() {
-            let start = self.0[i];
-            let mut end = start;
-            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
-                i += 1;
-                end = self.0[i];
-            }
-            if !out.is_empty() {
-                out.push(',');
-            }
-            if start == end {
-                let _ = write!(out, "{start}");
-            } else {
-                let _ = write!(out, "{start}-{end}");
-            }
-            i += 1;
-        }
-        out
+        crate::cpuset::cpulist(self.0.iter().map(|&c| c as usize))
     }
 
     pub fn contains(&self, cpu: u32) -> bool {
