@@ -938,11 +938,10 @@ impl Process {
                     c.at_ns
                 ));
             }
-            if last.is_some_and(|t| c.at_ns <= t) {
+            if let Some(t) = last.filter(|&t| c.at_ns <= t) {
                 return Err(format!(
-                    "affinity changes must be in increasing time (a change at {} ns follows one at {} ns)",
-                    c.at_ns,
-                    last.unwrap_or(0)
+                    "affinity changes must be in increasing time (a change at {} ns follows one at {t} ns)",
+                    c.at_ns
                 ));
             }
             last = Some(c.at_ns);
