@@ -447,7 +447,7 @@ impl Linux {
         let hz = o.hz;
         // max_load_balance_interval = HZ * num_online_cpus() / 10.
         let max_interval = (hz * m.cpus() as u64 / 10).max(1);
-        let sd = ctx
+        let sd: Vec<Vec<SdState>> = ctx
             .domains
             .cpus
             .iter()
@@ -497,6 +497,17 @@ impl Linux {
                         st
                     })
                     .collect()
+            })
+            .collect();
+        // sd_llc: each CPU's highest level sharing the LLC (SD_SHARE_LLC: one LLC per node here).
+        let sd_llc = ctx
+            .domains
+            .cpus
+            .iter()
+            .zip(&sd)
+            .map(|(levels, st)| {
+                let shared = levels.iter().zip(st).rev().find(|(_, st)| st.llc);
+                shared.map(|(l, _)| l.span.clone())
             })
             .collect();
         let cpus = m.cpus();
@@ -568,24 +579,7 @@ impl Linux {
             cap,
             sgc_imbalance: vec![false; ctx.domains.group_spans.len()],
             active_balance: vec![false; cpus],
-            nohz: nohz::Nohz::new(
-                cpus,
-                o.nohz,
-                // sd_llc: the highest level sharing the LLC (one per node here).
-                ctx.domains
-                    .cpus
-                    .iter()
-                    .enumerate()
-                    .map(|(c, levels)| {
-                        let node = m.cpu_node(c);
-                        levels
-                            .iter()
-                            .rev()
-                            .find(|l| l.span.iter().all(|x| m.cpu_node(x) == node))
-                            .map(|l| l.span.clone())
-                    })
-                    .collect(),
-            ),
+            nohz: nohz::Nohz::new(cpus, o.nohz, sd_llc),
             rd_overloaded: false,
             rd_overload_events: 0,
             serialize_until_ns: 0,
