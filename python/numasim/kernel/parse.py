@@ -7,7 +7,9 @@ Three readers, each of a text the guest kernel wrote:
 - ``classify``: a migration's kind from the functions on that stack (and, for a migration done
   by the CPU stopper, from the events around it);
 - ``parse_schedstat``: ``/proc/schedstat`` (versions 15 and 16) into per-CPU, per-domain
-  counters, so that two readings give each balancing level's passes in the window.
+  counters, so that two readings give each balancing level's passes in the window;
+- ``parse_interrupts`` and ``parse_proc_stat``: each CPU's local timer interrupts (the ticks it
+  handled) from ``/proc/interrupts`` and its times from ``/proc/stat``.
 
 ``analyse`` puts them together into the per-boot record that docs/kernel-runs.md describes.
 """
@@ -333,6 +335,134 @@ def schedstat_delta(
     return cpus, domains
 
 
+# --- /proc/interrupts and /proc/stat ------------------------------------------------------------
+
+
+def parse_interrupts(text: str, origin: str = "interrupts") -> dict[int, int]:
+    """Each CPU's local timer interrupts: the ``LOC:`` line of ``/proc/interrupts``, whose
+    columns are the CPUs of its header line (``CPU0 CPU1 …``)."""
+    lines = text.splitlines()
+    header = lines[0].split() if lines else []
+    if not header or not all(re.fullmatch(r"CPU\d+", h) for h in header):
+        raise InputError(f"{origin}: line 1: not a /proc/interrupts text (no CPU header)")
+    cpus = [int(h[3:]) for h in header]
+    for number, line in enumerate(lines[1:], start=2):
+        name, _, rest = line.partition(":")
+        if name.strip() == "LOC":
+            values = rest.split()[: len(cpus)]
+            if len(values) != len(cpus) or not all(v.isdigit() for v in values):
+                raise InputError(f"{origin}: line {number}: not one count per CPU: {line.strip()}")
+            return dict(zip(cpus, map(int, values), strict=True))
+    raise InputError(f"{origin}: no LOC line (local timer interrupts)")
+
+
+#: A ``cpuN`` line of /proc/stat: times in USER_HZ units (1/100 s on x86) since boot. ``guest``
+#: and ``guest_nice`` (time running a virtual machine, also counted in user and nice) are not
+#: kept.
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def parse_proc_stat(text: str, origin: str = "stat") -> dict[int, dict[str, int]]:
+    """Each CPU's times from its ``cpuN`` line of ``/proc/stat``."""
+    out: dict[int, dict[str, int]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split()
+        if not words or not re.fullmatch(r"cpu\d+", words[0]):
+            continue
+        values = words[1 : 1 + len(STAT_FIELDS)]
+        if len(values) != len(STAT_FIELDS) or not all(v.isdigit() for v in values):
+            raise InputError(f"{origin}: line {number}: not a /proc/stat CPU line: {line.strip()}")
+        out[int(words[0][3:])] = dict(zip(STAT_FIELDS, map(int, values), strict=True))
+    if not out:
+        raise InputError(f"{origin}: no cpuN line: not a /proc/stat text")
+    return out
+
+
+def counts_delta(
+    start: dict[int, Any], end: dict[int, Any], what: str, origin: str
+) -> dict[int, Any]:
+    """End minus start of per-CPU counts (ints, or dicts of ints), for the CPUs of both."""
+    if start.keys() != end.keys():
+        raise InputError(f"{origin}: the two readings of {what} have different CPUs")
+    out: dict[int, Any] = {}
+    for c, v in start.items():
+        if isinstance(v, dict):
+            out[c] = {k: end[c][k] - n for k, n in v.items()}
+        else:
+            out[c] = end[c] - v
+    return out
+
+
+#: The tick rates a Linux kernel can be built with (CONFIG_HZ on x86).
+HZ_CHOICES = (100, 250, 300, 1000)
+#: The tick's hrtimer function (``tick_nohz_handler`` from Linux 6.9, ``tick_sched_timer``
+#: before): each of its expiries is one tick the CPU handled (``update_process_times``, and in
+#: it the scheduler's tick and the balancing softirq's trigger).
+TICK_FUNCTIONS = frozenset({"tick_nohz_handler", "tick_sched_timer"})
+_HIST_LINE = re.compile(
+    r"^\{\s*common_cpu:\s*(\d+),\s*function:\s*(?:\[[0-9a-f]+\]\s*)?(\S+)\s*\}"
+    r"\s*hitcount:\s*(\d+)\s*$"
+)
+
+
+def parse_hrtimer_hist(text: str, origin: str = "hrtimers") -> dict[tuple[int, str], int]:
+    """The histogram of ``timer/hrtimer_expire_entry`` (keys ``common_cpu,function.sym``):
+    {(CPU, function): expiries}. A histogram that dropped entries is refused in one line."""
+    out: dict[tuple[int, str], int] = {}
+    for line in text.splitlines():
+        m = _HIST_LINE.match(line.strip())
+        if m:
+            out[(int(m[1]), m[2])] = int(m[3])
+        elif line.strip().startswith("Dropped:") and int(line.split(":")[1]) != 0:
+            raise InputError(f"{origin}: the histogram dropped entries ({line.strip()})")
+    if "hitcount" in text and not out:
+        raise InputError(f"{origin}: not a histogram keyed by common_cpu and function.sym")
+    return out
+
+
+#: Per-CPU counters of /proc/timer_list's hrtimer base: interrupts, interrupts that had to run
+#: expired timers again, and interrupts that gave up (a "hang": the next one is delayed by as
+#: long as the handler ran, at most 100 ms).
+TIMER_LIST_FIELDS = ("nr_events", "nr_retries", "nr_hangs")
+
+
+def parse_timer_list(
+    text: str, origin: str = "timer_list"
+) -> tuple[int, dict[int, dict[str, int]]]:
+    """/proc/timer_list: its ``now at N nsecs`` (CLOCK_MONOTONIC when it was read) and each
+    CPU's ``TIMER_LIST_FIELDS``."""
+    now = re.search(r"^now at (\d+) nsecs", text, re.M)
+    if now is None:
+        raise InputError(f"{origin}: not a /proc/timer_list text (no 'now at' line)")
+    cpus: dict[int, dict[str, int]] = {}
+    cpu = None
+    for line in text.splitlines():
+        m = re.match(r"^cpu: (\d+)$", line)
+        if m:
+            cpu = int(m[1])
+            cpus[cpu] = {}
+            continue
+        if line.startswith("Tick Device"):
+            cpu = None
+        m = re.match(r"^\s+\.(\w+)\s*:\s*(\d+)", line)
+        if m and cpu is not None and m[1] in TIMER_LIST_FIELDS:
+            cpus[cpu][m[1]] = int(m[2])
+    if not cpus or any(set(v) != set(TIMER_LIST_FIELDS) for v in cpus.values()):
+        raise InputError(f"{origin}: a CPU lacks {', '.join(TIMER_LIST_FIELDS)}")
+    return int(now[1]), cpus
+
+
+#: busybox head's header before each file it prints (``head -n N F1 F2 …``).
+_HEAD = re.compile(r"^==> (.+) <==$", re.M)
+
+
+def split_head(text: str) -> dict[str, str]:
+    """``head F1 F2 …``'s output → {file name without its directory: its text}."""
+    parts = _HEAD.split(text)
+    return {name.rsplit("/", 1)[-1]: body.strip("\n") + "\n"
+            for name, body in zip(parts[1::2], parts[2::2], strict=True)}  # fmt: skip
+
+
 # --- one boot's record -----------------------------------------------------------------------
 
 
@@ -351,6 +481,16 @@ class Recorded:
     task_sched: dict[int, str] = field(default_factory=dict)
     vmstat_start: str = ""
     vmstat_end: str = ""
+    #: Read with /proc/schedstat (absent in older runs): /proc/interrupts, /proc/stat, the
+    #: hrtimer histogram ("" where the kernel has no hist triggers) and /proc/timer_list.
+    interrupts_start: str = ""
+    interrupts_end: str = ""
+    stat_start: str = ""
+    stat_end: str = ""
+    hrtimers_start: str = ""
+    hrtimers_end: str = ""
+    timer_list_start: str = ""
+    timer_list_end: str = ""
 
 
 #: /proc/PID/sched lines kept for each task (→ its record's keys).
@@ -435,6 +575,9 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
     curr: dict[int, int] = {}  # CPU → pid running there (0: idle)
     running_since: dict[int, int] = {}  # workload pid → when it was switched in
     run_ns: Counter[int] = Counter()
+    cpu_loop_ns: Counter[int] = Counter()  # CPU → time a workload task ran on it
+    cpu_idle_ns: Counter[int] = Counter()  # CPU → time its idle task ran
+    last_switch: dict[int, int] = {}  # CPU → its last sched_switch
     exited: dict[int, int] = {}
     # CPU → (source CPU, idle type) of its last balancing pull since its last switch: the
     # kernel re-reads a CPU's idleness after each successful load_balance call.
@@ -456,7 +599,12 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
         if name == "sched_switch":
             prev, nxt = e.int("prev_pid"), e.int("next_pid")
             if prev in running_since:
-                run_ns[prev] += clip(running_since.pop(prev), e.ts)
+                ran = clip(running_since.pop(prev), e.ts)
+                run_ns[prev] += ran
+                cpu_loop_ns[e.cpu] += ran
+            if prev == 0:  # idle since the CPU's last switch (or since the trace began)
+                cpu_idle_ns[e.cpu] += clip(last_switch.get(e.cpu, t0), e.ts)
+            last_switch[e.cpu] = e.ts
             if nxt in workload:
                 running_since[nxt] = e.ts
             curr[e.cpu] = nxt
@@ -549,6 +697,7 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
 
     for pid, since in running_since.items():
         run_ns[pid] += clip(since, t1)
+        cpu_loop_ns[next(c for c, p in curr.items() if p == pid)] += clip(since, t1)
 
     migrations = []
     for r in raw:
@@ -640,6 +789,17 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
     runqueues = [{"cpu": c, **v} for c, v in sorted(cpu_delta.items())]
     if any(p["name"] is None for p in passes):
         notes.append("some domains' names could not be read from debugfs")
+    ticks: dict[str, Any] = {}
+    if rec.timer_list_start or rec.timer_list_end:
+        # A CPU that never switched in the trace ran its idle task throughout.
+        for c in cpu_delta:
+            if c not in last_switch:
+                cpu_idle_ns[c] = t1 - t0
+            elif curr.get(c) == 0:
+                cpu_idle_ns[c] += clip(last_switch[c], t1)
+        ticks = _ticks(rec, start, end_reading, cpu_loop_ns, cpu_idle_ns)
+        if any(c["ticks"] is None for c in ticks["per_cpu"]):
+            notes.append("no hrtimer histogram (the kernel has no hist triggers): ticks unknown")
     return {
         "schedstat_version": start.version,
         "window": window,
@@ -653,4 +813,67 @@ def analyse(rec: Recorded, node_of: list[int], slit: list[list[int]]) -> dict[st
         "runqueues": runqueues,
         "unknown_stacks": sorted(unknown.values(), key=lambda u: -u["count"]),
         "notes": notes,
+        **ticks,
+    }
+
+
+def _ticks(
+    rec: Recorded,
+    start: Schedstat,
+    end: Schedstat,
+    loop_ns: Counter[int],
+    idle_ns: Counter[int],
+) -> dict[str, Any]:
+    """The record's ``counters`` (the guest time between the two readings of the counters, its
+    jiffies and the kernel's HZ) and ``per_cpu`` (each CPU's ticks, timer interrupts, hrtimer
+    retries and hangs, /proc/stat times, and the loops' and the idle task's time on it)."""
+    origin = rec.origin
+    now0, tl0 = parse_timer_list(rec.timer_list_start, f"{origin}: timer_list.start")
+    now1, tl1 = parse_timer_list(rec.timer_list_end, f"{origin}: timer_list.end")
+    guest_s = (now1 - now0) / 1e9
+    if guest_s <= 0:
+        raise InputError(f"{origin}: timer_list's two readings are not in time order")
+    jiffies = end.jiffies - start.jiffies
+    hz = min(HZ_CHOICES, key=lambda h: abs(h - jiffies / guest_s))
+    pairs = {
+        "/proc/interrupts": (parse_interrupts, "interrupts"),
+        "/proc/stat": (parse_proc_stat, "stat"),
+    }
+    deltas = {
+        what: counts_delta(
+            read(getattr(rec, f"{name}_start"), f"{origin}: {name}.start"),
+            read(getattr(rec, f"{name}_end"), f"{origin}: {name}.end"),
+            what,
+            origin,
+        )
+        for what, (read, name) in pairs.items()
+    }
+    loc, times = deltas["/proc/interrupts"], deltas["/proc/stat"]
+    hrtimer = counts_delta(tl0, tl1, "/proc/timer_list", origin)
+    if not loc.keys() == times.keys() == hrtimer.keys():
+        raise InputError(f"{origin}: the counters' readings name different CPUs")
+    ticks: dict[int, int] | None = None
+    if rec.hrtimers_start and rec.hrtimers_end:
+        h0 = parse_hrtimer_hist(rec.hrtimers_start, f"{origin}: hrtimers.start")
+        h1 = parse_hrtimer_hist(rec.hrtimers_end, f"{origin}: hrtimers.end")
+        ticks = {
+            c: sum(n - h0.get((cpu, f), 0) for (cpu, f), n in h1.items()
+                   if cpu == c and f in TICK_FUNCTIONS)
+            for c in loc
+        }  # fmt: skip
+    return {
+        "counters": {"guest_s": guest_s, "jiffies": jiffies, "hz": hz},
+        "per_cpu": [
+            {
+                "cpu": c,
+                "ticks": ticks[c] if ticks is not None else None,
+                "timer_interrupts": loc[c],
+                "hrtimer_retries": hrtimer[c]["nr_retries"],
+                "hrtimer_hangs": hrtimer[c]["nr_hangs"],
+                "loop_ns": loop_ns[c],
+                "idle_ns": idle_ns[c],
+                "stat": times[c],
+            }
+            for c in sorted(loc)
+        ],
     }

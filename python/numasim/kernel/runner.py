@@ -34,6 +34,9 @@ CRASH = re.compile(r"Kernel panic|Oops:|BUG: ")
 #: Boots tried for one run when the guest kernel crashes (multi-threaded TCG can run a stale
 #: int3 while the kernel patches its own code, e.g. when sched_clock is marked stable).
 ATTEMPTS = 3
+#: The files the guest reads its counters from, by the name (without directory) that heads
+#: them in its ``counters.start``/``counters.end`` → the name they are parsed under.
+COUNTER_FILES = {"hist": "hrtimers"}
 DATA_BEGIN = "=== numasim-data begin"
 DATA_END = "=== numasim-data end"
 
@@ -170,6 +173,12 @@ def build(
             raise InputError(f"{origin}: the guest's data lack {name}")
         return files[name].decode("utf-8", errors="replace")
 
+    files = dict(files)
+    for end in ("start", "end"):  # one reading of all counters (head's output) → its files
+        if f"counters.{end}" in files:
+            read = parse.split_head(files[f"counters.{end}"].decode("utf-8", errors="replace"))
+            for name, body in read.items():
+                files[f"{COUNTER_FILES.get(name, name)}.{end}"] = body.encode()
     check_nodes(text("nodes"), m, origin)
     balancing = text("numa_balancing").strip()
     if balancing != str(int(w.numa_balancing)):
@@ -196,6 +205,11 @@ def build(
         },
         vmstat_start=files.get("vmstat.start", b"").decode(),
         vmstat_end=files.get("vmstat.end", b"").decode(),
+        **{
+            f"{name}_{end}": files.get(f"{name}.{end}", b"").decode()
+            for name in ("interrupts", "stat", "hrtimers", "timer_list")
+            for end in ("start", "end")
+        },
     )
     result = parse.analyse(rec, _node_of(m), m.distances)
     lost = parse.lost_events(rec.per_cpu_stats)
@@ -211,6 +225,9 @@ def build(
         window["host_cpu_s"] = round(end[1] - start[1], 3)
         if window["host_s"] > 0:
             window["vcpu_share"] = round(window["host_cpu_s"] / window["host_s"] / m.cpus, 4)
+    extra = {k: result[k] for k in ("counters", "per_cpu") if k in result}
+    if "sched_features" in files:  # only in runs whose guest read them, as the counters
+        extra = {"sched_features": files["sched_features"].decode().split(), **extra}
     return {
         "format": FORMAT,
         "kernel": {
@@ -256,6 +273,7 @@ def build(
         "lost_events": lost,
         "unknown_stacks": result["unknown_stacks"],
         "notes": [*meta["notes"], *result["notes"]],
+        **extra,
     }
 
 

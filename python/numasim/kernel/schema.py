@@ -158,6 +158,38 @@ class RunQueue(_Strict):
     pcount: int
 
 
+class Counters(_Strict):
+    """The interval between the two readings of the counters (schedstat, interrupts, …)."""
+
+    guest_s: float = Field(gt=0)
+    jiffies: int = NonNeg
+    hz: int = Field(ge=1)
+
+
+class CpuTimes(_Strict):
+    """One CPU's /proc/stat times over the counters' interval, in USER_HZ units (1/100 s)."""
+
+    user: int
+    nice: int
+    system: int
+    idle: int
+    iowait: int
+    irq: int
+    softirq: int
+    steal: int
+
+
+class Cpu(_Strict):
+    cpu: int = NonNeg
+    ticks: int | None = Field(ge=0)
+    timer_interrupts: int = NonNeg
+    hrtimer_retries: int = NonNeg
+    hrtimer_hangs: int = NonNeg
+    loop_ns: int = NonNeg
+    idle_ns: int = NonNeg
+    stat: CpuTimes
+
+
 class UnknownStack(_Strict):
     stack: list[str]
     count: int = Field(ge=1)
@@ -196,6 +228,10 @@ class KernelRun(_Strict):
     lost_events: int = NonNeg
     unknown_stacks: list[UnknownStack]
     notes: list[str]
+    #: Absent in records made before the guest read them.
+    sched_features: list[str] | None = None
+    counters: Counters | None = None
+    per_cpu: list[Cpu] | None = None
 
 
 def _where(e: ValidationError) -> str:

@@ -4,7 +4,9 @@
 
 prints, for each boot: migrations by kind and by distance per task-second, balancing passes
 per level per CPU-second, the share of tasks ever moved and the median gap between a task's
-moves. ``summarize`` gives the same as a dict (``kernel-run`` stores it in ``runs.json``).
+moves, and (in records that hold them) the timer ticks the CPUs handled per guest second and the
+balancing passes per tick. ``summarize`` gives the same as a dict (``kernel-run`` stores it in
+``runs.json``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,71 @@ from typing import Any
 from numasim.kernel.compare import NOT_MOVES, gaps_ms, kernel_migrations, median, task_moves
 from numasim.kernel.parse import IDLE_TYPES, KINDS
 from numasim.kernel.schema import KernelRun, load_run, load_runs
+
+#: /proc/stat's unit (USER_HZ, 100 on x86).
+USER_HZ = 100
+#: /proc/stat fields that a handled tick charges to a task (the idle field is measured instead).
+CHARGED = ("user", "nice", "system", "irq", "softirq", "steal")
+
+
+def busy_cpus(run: KernelRun) -> set[int]:
+    """The CPUs a workload loop ran on for more than half of the window (from the trace)."""
+    window_ns = run.window.end_ns - run.window.start_ns
+    return {c.cpu for c in run.per_cpu or [] if c.loop_ns > window_ns / 2}
+
+
+def ticks(run: KernelRun) -> dict[str, Any] | None:
+    """The timer ticks the guest's CPUs handled per guest second, for busy CPUs
+    (``busy_cpus``) and idle ones (the others), with the timer interrupts and the ticks that
+    charged CPU time (/proc/stat) beside them, and the balancing passes per handled tick at
+    each level: the busy CPUs' busy passes, the idle CPUs' idle passes (most of which the nohz
+    idle balancer makes for them on another CPU's tick), each also per jiffy. None for a record
+    without them. Where the kernel could not count ticks (no hrtimer histogram) the timer
+    interrupts stand for them (``counted`` false)."""
+    if run.per_cpu is None or run.counters is None:
+        return None
+    k = run.counters
+    busy = busy_cpus(run)
+    groups = {"busy": [c for c in run.per_cpu if c.cpu in busy],
+              "idle": [c for c in run.per_cpu if c.cpu not in busy]}  # fmt: skip
+    counted = all(c.ticks is not None for c in run.per_cpu)
+    handled = {c.cpu: c.ticks if counted else c.timer_interrupts for c in run.per_cpu}
+    window_ns = run.window.end_ns - run.window.start_ns
+
+    def mean(values: list[float], digits: int = 2) -> float | None:
+        return round(sum(values) / len(values), digits) if values else None
+
+    def per_s(value) -> dict[str, float | None]:
+        return {g: mean([value(c) / k.guest_s for c in cs]) for g, cs in groups.items()}
+
+    ticks_s = per_s(lambda c: handled[c.cpu])
+    passes = []
+    for level in sorted({p.level for p in run.passes}):
+        row: dict[str, Any] = {"level": level, "name": None}
+        for g, cs in groups.items():
+            mine = [p for p in run.passes if p.level == level and p.cpu in {c.cpu for c in cs}]
+            row["name"] = row["name"] or next((p.name for p in mine), None)
+            n = sum(getattr(p.lb_count, g) for p in mine)
+            delivered = sum(handled[p.cpu] for p in mine)
+            row[g] = round(n / delivered, 4) if delivered else None
+            row[f"{g}_per_jiffy"] = round(n / (len(mine) * k.jiffies), 4) if mine else None
+        passes.append(row)
+    return {
+        "counted": counted,
+        "hz": k.hz,
+        "counters_s": round(k.guest_s, 3),
+        "jiffies_per_s": round(k.jiffies / k.guest_s, 2),
+        "cpus": {g: len(cs) for g, cs in groups.items()},
+        "per_cpu_s": ticks_s,
+        "of_hz": {g: round(v / k.hz, 4) if v is not None else None for g, v in ticks_s.items()},
+        "timer_interrupts_per_cpu_s": per_s(lambda c: c.timer_interrupts),
+        "charged_per_cpu_s": per_s(
+            lambda c: sum(getattr(c.stat, f) for f in CHARGED) * k.hz / USER_HZ
+        ),
+        "hrtimer_hangs": {g: sum(c.hrtimer_hangs for c in cs) for g, cs in groups.items()},
+        "idle_share": {g: mean([c.idle_ns / window_ns for c in cs], 3) for g, cs in groups.items()},
+        "passes_per_tick": passes,
+    }
 
 
 def summarize(run: KernelRun) -> dict[str, Any]:
@@ -91,6 +158,7 @@ def summarize(run: KernelRun) -> dict[str, Any]:
         "other_migrations": run.other_migrations,
         "lost_events": run.lost_events,
         "unknown_stacks": len(run.unknown_stacks),
+        **({"ticks": t} if (t := ticks(run)) is not None else {}),
     }
 
 
@@ -132,7 +200,33 @@ def text(run: KernelRun) -> str:
         ),
         f"  other tasks' migrations {s['other_migrations']}; unknown stacks {s['unknown_stacks']}",
     ]
+    if "ticks" in s:
+        lines.append(ticks_text(s["ticks"]))
     return "\n".join(lines)
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "—" if v is None else f"{v:{fmt}}"
+
+
+def ticks_text(t: dict[str, Any]) -> str:
+    """A summary's ``ticks`` as two lines."""
+    groups = "; ".join(
+        f"{g} CPUs ({t['cpus'][g]}) {_num(t['per_cpu_s'][g], '.1f')}"
+        f" ({_num(t['of_hz'][g], '.2f')} of HZ; timer interrupts "
+        f"{_num(t['timer_interrupts_per_cpu_s'][g], '.1f')}, hangs {t['hrtimer_hangs'][g]})"
+        for g in ("busy", "idle")
+    )
+    per_tick = "; ".join(
+        f"L{p['level']} {p['name']} busy {_num(p['busy'], '.3f')}, idle {_num(p['idle'], '.3f')}"
+        for p in t["passes_per_tick"]
+    )
+    return (
+        f"  {'ticks handled' if t['counted'] else 'timer interrupts (ticks not counted)'} "
+        f"per CPU-s (HZ {t['hz']}, jiffies {t['jiffies_per_s']:.1f}/s): "
+        f"{groups}\n  passes per handled tick (busy CPUs' busy ones, idle CPUs' idle ones): "
+        f"{per_tick}"
+    )
 
 
 def spread_text(runs: list[KernelRun]) -> str:
@@ -159,6 +253,11 @@ def spread_text(runs: list[KernelRun]) -> str:
             for lv in levels
         ),
     ]
+    ticked = [r["ticks"] for r in rows if "ticks" in r]
+    for g in ("busy", "idle") if len(ticked) == len(rows) else ():
+        values = [t["per_cpu_s"][g] for t in ticked if t["per_cpu_s"][g] is not None]
+        if values:
+            parts.append(f"ticks/CPU-s of {g} CPUs " + stat(values, ".1f"))
     return "; ".join(parts)
 
 

@@ -40,6 +40,7 @@ done > $O/domains
 echo "$NUMA_BALANCING" > /proc/sys/kernel/numa_balancing || fail "cannot set kernel.numa_balancing"
 cat /proc/sys/kernel/numa_balancing > $O/numa_balancing
 cat /proc/sys/kernel/sched_schedstats > $O/schedstats_enabled
+cat /sys/kernel/debug/sched/features > $O/sched_features 2> /dev/null
 
 # Tracing: every event of EVENTS, the call stack of every migration, a global clock (ordered
 # across CPUs), BUFFER_KB per CPU.
@@ -51,10 +52,22 @@ for e in $EVENTS; do
 	echo 1 > $T/events/$e/enable || fail "no trace event $e"
 done
 echo stacktrace > $T/events/sched/sched_migrate_task/trigger || fail "no stacktrace trigger"
+# Every hrtimer that expires is counted, by CPU and by function, in the kernel (a histogram,
+# not the trace): the tick's own hrtimer counts the ticks each CPU handled.
+echo 'hist:keys=common_cpu,function.sym:size=4096' > $T/events/timer/hrtimer_expire_entry/trigger ||
+	say "note: no hist trigger (the kernel lacks CONFIG_HIST_TRIGGERS): ticks are not counted"
 cat $T/buffer_size_kb > $O/buffer_size_kb
 
+# The counters: balancing passes (schedstat), timer interrupts, CPU times, the hrtimers that
+# expired (the histogram above) and the hrtimer interrupts' retries (timer_list, whose "now at"
+# times the reading). One process reads them all, one after the other (head's "==> F <=="
+# headers separate them), so that at each end they are read within a short time.
+counters() {
+	head -n 1000000 /proc/schedstat /proc/interrupts /proc/stat \
+		$T/events/timer/hrtimer_expire_entry/hist /proc/timer_list > $O/counters.$1
+}
 echo 1 > $T/tracing_on
-cat /proc/schedstat > $O/schedstat.start
+counters start
 cat /proc/vmstat > $O/vmstat.start
 echo "numasim window-start" > $T/trace_marker
 say "window-start"
@@ -63,7 +76,7 @@ SPAWNER=$!
 sleep "$WINDOW_S"
 echo "numasim window-end" > $T/trace_marker
 say "window-end"
-cat /proc/schedstat > $O/schedstat.end
+counters end
 # The loops are stopped (no more migrations) while tracing still runs, so the trace holds every
 # migration the kernel counted in each loop's /proc/PID/sched (a check of the trace).
 kill -STOP $SPAWNER $(cat /tmp/pids) 2> /dev/null
