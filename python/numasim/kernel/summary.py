@@ -5,7 +5,8 @@
 prints, for each boot: migrations by kind and by distance per task-second, balancing passes
 per level per CPU-second, the share of tasks ever moved and the median gap between a task's
 moves, and (in records that hold them) the timer ticks the CPUs handled per guest second and the
-balancing passes per tick. ``summarize`` gives the same as a dict (``kernel-run`` stores it in
+balancing passes per tick; and, for several boots, each rate's mean and range over them, the
+ticks' on a line of their own. ``summarize`` gives the same as a dict (``kernel-run`` stores it in
 ``runs.json``).
 """
 
@@ -58,6 +59,12 @@ def ticks(run: KernelRun) -> dict[str, Any] | None:
 
     ticks_s = per_s(lambda c: handled[c.cpu])
     passes = []
+    every_level: dict[str, float | None] = {}
+    for g, cs in groups.items():
+        cpus = {c.cpu for c in cs}
+        n = sum(getattr(p.lb_count, g) for p in run.passes if p.cpu in cpus)
+        delivered = sum(handled[c] for c in cpus)
+        every_level[g] = round(n / delivered, 4) if delivered else None
     for level in sorted({p.level for p in run.passes}):
         row: dict[str, Any] = {"level": level, "name": None}
         for g, cs in groups.items():
@@ -83,6 +90,7 @@ def ticks(run: KernelRun) -> dict[str, Any] | None:
         "hrtimer_hangs": {g: sum(c.hrtimer_hangs for c in cs) for g, cs in groups.items()},
         "idle_share": {g: mean([c.idle_ns / window_ns for c in cs], 3) for g, cs in groups.items()},
         "passes_per_tick": passes,
+        "passes_per_tick_all_levels": every_level,
     }
 
 
@@ -253,11 +261,85 @@ def spread_text(runs: list[KernelRun]) -> str:
             for lv in levels
         ),
     ]
+    return "; ".join(parts)
+
+
+def _spread(values: list[float | None], digits: int) -> dict[str, float] | None:
+    """The mean, least and greatest of ``values`` (None where none is known)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return {"mean": round(sum(known) / len(known), digits), "min": min(known), "max": max(known)}
+
+
+def ticks_spread(runs: list[KernelRun]) -> dict[str, Any] | None:
+    """The ticks over several boots of one run, each figure as its mean and range over the boots
+    (``_spread``): each vCPU's share of a host core, jiffies per guest second, the ticks handled
+    and the timer interrupts per CPU-second of busy and of idle CPUs, the hrtimer hangs (per
+    boot, all CPUs of the group), and the busy CPUs' busy passes per tick they handled, at each
+    level and at all levels together. None unless every boot's record holds ticks."""
+    rows = [summarize(r) for r in runs]
     ticked = [r["ticks"] for r in rows if "ticks" in r]
-    for g in ("busy", "idle") if len(ticked) == len(rows) else ():
-        values = [t["per_cpu_s"][g] for t in ticked if t["per_cpu_s"][g] is not None]
-        if values:
-            parts.append(f"ticks/CPU-s of {g} CPUs " + stat(values, ".1f"))
+    if not ticked or len(ticked) != len(rows):
+        return None
+    groups = ("busy", "idle")
+    levels = [(p["level"], p["name"]) for p in ticked[0]["passes_per_tick"]]
+
+    def level_of(t: dict[str, Any], level: int) -> float | None:
+        return next((p["busy"] for p in t["passes_per_tick"] if p["level"] == level), None)
+
+    return {
+        "boots": len(rows),
+        "counted": all(t["counted"] for t in ticked),
+        "hz": ticked[0]["hz"],
+        "cpus": {g: _spread([t["cpus"][g] for t in ticked], 1) for g in groups},
+        "vcpu_share": _spread([r["vcpu_share"] for r in rows], 4),
+        "jiffies_per_s": _spread([t["jiffies_per_s"] for t in ticked], 2),
+        "per_cpu_s": {g: _spread([t["per_cpu_s"][g] for t in ticked], 2) for g in groups},
+        "timer_interrupts_per_cpu_s": {
+            g: _spread([t["timer_interrupts_per_cpu_s"][g] for t in ticked], 2) for g in groups
+        },
+        "hrtimer_hangs": {g: _spread([t["hrtimer_hangs"][g] for t in ticked], 1) for g in groups},
+        "busy_passes_per_tick": [
+            {"level": lv, "name": name, **(_spread([level_of(t, lv) for t in ticked], 4) or {})}
+            for lv, name in levels
+        ],
+        "busy_passes_per_tick_all_levels": _spread(
+            [t["passes_per_tick_all_levels"]["busy"] for t in ticked], 4
+        ),
+    }
+
+
+def ticks_spread_text(runs: list[KernelRun]) -> str | None:
+    """``ticks_spread`` as one line (None without ticks)."""
+    t = ticks_spread(runs)
+    if t is None:
+        return None
+
+    def stat(s: dict[str, float] | None, fmt: str, range_fmt: str | None = None) -> str:
+        r = range_fmt or fmt
+        return "—" if not s else f"{s['mean']:{fmt}} ({s['min']:{r}}–{s['max']:{r}})"
+
+    def count(s: dict[str, float]) -> str:
+        return f"{s['min']:.0f}" if s["min"] == s["max"] else stat(s, ".1f", ".0f")
+
+    what = "ticks handled" if t["counted"] else "timer interrupts (ticks not counted)"
+    levels = ", ".join(
+        f"L{p['level']} {p['name']} {stat(p, '.3f')}" for p in t["busy_passes_per_tick"]
+    )
+    parts = [
+        f"  ticks over {t['boots']} boots: vCPU share {stat(t['vcpu_share'], '.3f')}",
+        f"jiffies/s {stat(t['jiffies_per_s'], '.1f')} (HZ {t['hz']})",
+        *(
+            f"{what}/CPU-s of {g} CPUs ({count(t['cpus'][g])}) "
+            f"{stat(t['per_cpu_s'][g], '.1f')}, timer interrupts/CPU-s "
+            f"{stat(t['timer_interrupts_per_cpu_s'][g], '.1f')}, hrtimer hangs "
+            f"{stat(t['hrtimer_hangs'][g], '.1f', '.0f')}"
+            for g in ("busy", "idle")
+        ),
+        f"busy CPUs' busy passes per handled tick: {levels}, "
+        f"all levels {stat(t['busy_passes_per_tick_all_levels'], '.3f')}",
+    ]
     return "; ".join(parts)
 
 
@@ -275,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(text(run))
             if len(runs) > 1:
                 print(spread_text(runs))
+                if (line := ticks_spread_text(runs)) is not None:
+                    print(line)
     except InputError as e:
         print(f"numasim: error: {e}", file=sys.stderr)
         return 2
