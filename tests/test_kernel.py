@@ -521,6 +521,176 @@ def test_cpumasks_and_cpulists():
     assert parse.parse_cpulist("0-2,5") == [0, 1, 2, 5]
 
 
+# --- ticks: /proc/interrupts, /proc/stat, the hrtimer histogram, /proc/timer_list --------------
+
+#: Real readings of the counters (busybox head's output, gzipped): ring-4x2, 8 loops released,
+#: under Linux 6.12 and 6.1, at the start and the end of the window.
+COUNTERS = DATA / "counters"
+#: A kept run whose records hold the tick counts, its boot 0 with its raw files.
+TICKED = DATA / "runs" / "ring-4x2-k6.12-t8-released-nboff" / "boot-0"
+#: A kept run of mehta-m1 with busy and idle CPUs.
+TICKED_M1 = DATA / "runs" / "mehta-m1-k6.12-t16-fork-nbon" / "boot-0.json.gz"
+
+
+def counters_read(kernel: str, end: str) -> dict[str, str]:
+    text = gzip.decompress((COUNTERS / f"ring-4x2-k{kernel}.{end}.gz").read_bytes()).decode()
+    return parse.split_head(text)
+
+
+@pytest.mark.parametrize("kernel", ["6.12", "6.1"])
+def test_one_reading_of_the_counters_holds_each_file(kernel):
+    read = counters_read(kernel, "start")
+    assert list(read) == ["schedstat", "interrupts", "stat", "hist", "timer_list"]
+    assert parse.parse_schedstat(read["schedstat"]).cpus.keys() == set(range(8))
+    assert read["interrupts"].split()[:2] == ["CPU0", "CPU1"]
+    assert read["timer_list"].startswith("Timer List Version")
+
+
+@pytest.mark.parametrize(("kernel", "tick"), [("6.12", "tick_nohz_handler"),
+                                              ("6.1", "tick_sched_timer")])  # fmt: skip
+def test_real_interrupts_stat_hrtimers_and_timer_list_are_read_per_cpu(kernel, tick):
+    start, end = counters_read(kernel, "start"), counters_read(kernel, "end")
+    loc0, loc1 = (parse.parse_interrupts(r["interrupts"]) for r in (start, end))
+    assert list(loc0) == list(range(8)) and all(loc1[c] > loc0[c] for c in loc0)
+    stat0, stat1 = parse.parse_proc_stat(start["stat"]), parse.parse_proc_stat(end["stat"])
+    assert list(stat1) == list(range(8)) and list(stat1[0]) == list(parse.STAT_FIELDS)
+    assert all(stat1[c]["user"] > stat0[c]["user"] for c in stat1)  # the loops ran everywhere
+    h0, h1 = parse.parse_hrtimer_hist(start["hist"]), parse.parse_hrtimer_hist(end["hist"])
+    assert {c for c, f in h1 if f == tick} == set(range(8))
+    assert all(h1[(c, tick)] > h0.get((c, tick), 0) for c in range(8))
+    assert not {f for _, f in h1} & parse.TICK_FUNCTIONS - {tick}
+    now0, tl0 = parse.parse_timer_list(start["timer_list"])
+    now1, tl1 = parse.parse_timer_list(end["timer_list"])
+    assert 9e9 < now1 - now0 < 11e9  # a 10 s window
+    assert list(tl1) == list(range(8))
+    for c in tl1:
+        # Every hrtimer interrupt is a local timer interrupt (read a little later).
+        events = tl1[c]["nr_events"] - tl0[c]["nr_events"]
+        assert events == pytest.approx(loc1[c] - loc0[c], rel=0.05, abs=5)
+
+
+@pytest.mark.parametrize(
+    ("reader", "text", "message"),
+    [
+        (parse.parse_interrupts, "      CPU0       CPU1\nNMI:   0   0   Non-maskable interrupts\n",
+         "no LOC line (local timer interrupts)"),
+        (parse.parse_interrupts, "cpu  1 2 3\n",
+         "line 1: not a /proc/interrupts text (no CPU header)"),
+        (parse.parse_interrupts, "      CPU0       CPU1\nLOC:   5   Local timer interrupts\n",
+         "line 2: not one count per CPU: LOC:   5   Local timer interrupts"),
+        (parse.parse_proc_stat, "cpu  1 2 3 4\ncpu0 1 2 3\n",
+         "line 2: not a /proc/stat CPU line: cpu0 1 2 3"),
+        (parse.parse_proc_stat, "intr 5 0 0\n", "no cpuN line: not a /proc/stat text"),
+        (parse.parse_hrtimer_hist, "{ common_cpu: 0, function: [ff] f } hitcount: 3\n"
+         "Totals:\n    Hits: 3\n    Entries: 1\n    Dropped: 2\n",
+         "the histogram dropped entries (Dropped: 2)"),
+        (parse.parse_hrtimer_hist, "{ cpu: 0 } hitcount: 3\n",
+         "not a histogram keyed by common_cpu and function.sym"),
+        (parse.parse_timer_list, "Timer List Version: v0.10\ncpu: 0\n",
+         "not a /proc/timer_list text (no 'now at' line)"),
+        (parse.parse_timer_list, "now at 5 nsecs\n\ncpu: 0\n  .nr_events      : 3\n",
+         "a CPU lacks nr_events, nr_retries, nr_hangs"),
+    ],
+)  # fmt: skip
+def test_bad_counters_are_refused_in_one_line(reader, text, message):
+    with pytest.raises(InputError) as e:
+        reader(text, "x")
+    assert str(e.value) == f"x: {message}"
+
+
+def test_a_real_boot_counts_the_ticks_each_cpu_handled():
+    run = load_run(TICKED.with_name("boot-0.json.gz"))
+    k = run.counters
+    assert k.hz == 250 and k.jiffies / k.guest_s == pytest.approx(250, rel=0.02)
+    # The counters are read just before the first fork and just after the window's end.
+    assert 0 < k.guest_s - run.window.guest_s < 0.5
+    assert "NO_HRTICK" in run.sched_features
+    window_ns = run.window.end_ns - run.window.start_ns
+    for c in run.per_cpu:
+        assert 0 < c.ticks <= k.hz * k.guest_s * 1.05
+        # An interrupt runs the tick at most once, and once more for each retry.
+        assert c.ticks <= c.timer_interrupts + c.hrtimer_retries + 5
+        assert c.loop_ns + c.idle_ns <= window_ns
+    # CPU 0 runs loops throughout (they start pinned there; the shell that releases them and
+    # kernel threads take the rest): each tick charged one tick's length to the task it
+    # interrupted, so /proc/stat counts the same ticks.
+    cpu0 = run.per_cpu[0]
+    assert cpu0.loop_ns > 0.95 * window_ns and cpu0.idle_ns == 0
+    charged = sum(getattr(cpu0.stat, f) for f in summary.CHARGED) * k.hz / summary.USER_HZ
+    assert charged == pytest.approx(cpu0.ticks, rel=0.05)
+
+
+def test_the_record_with_ticks_is_what_its_raw_files_give(tmp_path):
+    record = json.loads(gzip.decompress(TICKED.with_name("boot-0.json.gz").read_bytes()))
+    (tmp_path / "boot-0.json").write_text(json.dumps(record))
+    for suffix in (".raw.tar.gz", ".console.txt"):
+        shutil.copy(TICKED.with_name("boot-0" + suffix), tmp_path)
+    assert runner.rebuild(tmp_path / "boot-0.json", Machine.load(str(RING))) == record
+    assert "counters.start" in raw_files(TICKED)
+
+
+def test_the_summary_gives_the_ticks_of_busy_and_idle_cpus_and_passes_per_tick():
+    run = load_run(TICKED_M1)
+    t = summary.summarize(run)["ticks"]
+    busy = summary.busy_cpus(run)
+    window_ns = run.window.end_ns - run.window.start_ns
+    assert busy == {c.cpu for c in run.per_cpu if c.loop_ns > window_ns / 2}
+    assert 12 <= len(busy) <= 16  # 16 loops on 32 CPUs
+    assert t["cpus"] == {"busy": len(busy), "idle": 32 - len(busy)} and t["counted"]
+    k = run.counters
+    for group, cpus in (("busy", busy), ("idle", set(range(32)) - busy)):
+        mine = [c for c in run.per_cpu if c.cpu in cpus]
+        ticks = sum(c.ticks for c in mine)
+        assert t["per_cpu_s"][group] == pytest.approx(ticks / k.guest_s / len(mine), abs=0.01)
+        assert t["of_hz"][group] == pytest.approx(t["per_cpu_s"][group] / 250, abs=1e-4)
+        passes = sum(getattr(p.lb_count, group) for p in run.passes
+                     if p.level == 0 and p.cpu in cpus)  # fmt: skip
+        assert t["passes_per_tick"][0]["name"] == "MC"
+        assert t["passes_per_tick"][0][group] == pytest.approx(passes / ticks, abs=1e-4)
+    assert t["per_cpu_s"]["busy"] < 0.5 * 250  # far fewer ticks than HZ on 32 vCPUs
+    assert "  ticks handled per CPU-s (HZ 250, jiffies " in summary.text(run)
+
+
+def test_the_ticks_over_the_boots_of_a_run_are_each_figures_mean_and_range(capsys):
+    runs = load_runs(TICKED_M1.parent)
+    t = summary.ticks_spread(runs)
+    each = [summary.summarize(r)["ticks"] for r in runs]
+    assert t["boots"] == len(runs) == 3 and t["counted"] and t["hz"] == 250
+    busy = [e["per_cpu_s"]["busy"] for e in each]
+    assert t["per_cpu_s"]["busy"] == {"mean": pytest.approx(sum(busy) / 3, abs=0.01),
+                                      "min": min(busy), "max": max(busy)}  # fmt: skip
+    shares = [r.window.vcpu_share for r in runs]
+    assert t["vcpu_share"]["min"] == min(shares) and t["vcpu_share"]["max"] == max(shares)
+    hangs = [sum(c.hrtimer_hangs for c in r.per_cpu if c.cpu not in summary.busy_cpus(r))
+             for r in runs]  # fmt: skip
+    assert (t["hrtimer_hangs"]["idle"]["min"], t["hrtimer_hangs"]["idle"]["max"]) == (
+        min(hangs), max(hangs))  # fmt: skip
+    # All levels together: the busy CPUs' busy passes over the ticks they handled.
+    r = runs[0]
+    busy_cpus = summary.busy_cpus(r)
+    passes = sum(p.lb_count.busy for p in r.passes if p.cpu in busy_cpus)
+    ticks = sum(c.ticks for c in r.per_cpu if c.cpu in busy_cpus)
+    assert each[0]["passes_per_tick_all_levels"]["busy"] == pytest.approx(passes / ticks, abs=1e-4)
+    assert [p["name"] for p in t["busy_passes_per_tick"]] == ["MC"] + ["NUMA"] * 5
+    assert summary.main([str(TICKED_M1.parent)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("  ticks over 3 boots: vCPU share ")
+    assert "ticks handled/CPU-s of busy CPUs (" in last and ", all levels " in last
+    # Without ticks in every boot there is no such line.
+    old = load_runs(DATA / "runs" / "ring-4x2-k6.1-t8-fork-nboff")  # made before ticks
+    assert summary.ticks_spread(old) is None and summary.ticks_spread_text(old) is None
+
+
+def test_a_record_without_ticks_loads_and_its_summary_has_none(tmp_path):
+    data = json.loads(gzip.decompress(TICKED.with_name("boot-0.json.gz").read_bytes()))
+    for key in ("sched_features", "counters", "per_cpu"):
+        data.pop(key)
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    run = load_run(tmp_path / "old.json")
+    assert run.per_cpu is None and run.counters is None and run.sched_features is None
+    assert "ticks" not in summary.summarize(run) and "ticks handled" not in summary.text(run)
+
+
 # --- the file format ----------------------------------------------------------------------------
 
 
@@ -562,10 +732,16 @@ def test_the_record_is_what_its_raw_files_give(tmp_path, capture):
          "need one row per node"),
         (lambda d: d["tasks"][0].update(run_ns=-1),
          "field tasks.0.run_ns: Input should be greater than or equal to 0"),
+        (lambda d: d["per_cpu"][3].update(ticks=-1),
+         "field per_cpu.3.ticks: Input should be greater than or equal to 0"),
+        (lambda d: d["counters"].update(guest_s=0),
+         "field counters.guest_s: Input should be greater than 0"),
+        (lambda d: d["per_cpu"][0]["stat"].pop("softirq"),
+         "field per_cpu.0.stat.softirq: Field required"),
     ],
 )  # fmt: skip
 def test_a_bad_record_is_one_line_naming_file_and_field(tmp_path, change, message):
-    data = json.loads(CAPTURE_612.with_suffix(".json").read_text())
+    data = json.loads(gzip.decompress(TICKED.with_name("boot-0.json.gz").read_bytes()))
     change(data)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
@@ -614,6 +790,17 @@ def test_a_real_boot_records_a_fork_run(run, tmp_path):
     assert forks == {t.pid for t in record.tasks if t.first_cpu != t.fork_cpu}
     assert 2.9 < record.window.guest_s < 4
     assert {p.name for p in record.passes} == {"MC", "NUMA"}
+    # The ticks each CPU handled, each busy CPU at most HZ per guest second.
+    k = record.counters
+    assert k.hz == 250 and k.jiffies / k.guest_s == pytest.approx(250, rel=0.05)
+    assert record.sched_features and [c.cpu for c in record.per_cpu] == list(range(8))
+    busy = summary.busy_cpus(record)
+    assert busy
+    for c in record.per_cpu:
+        assert c.ticks >= 0 and c.timer_interrupts >= 0 and c.hrtimer_hangs >= 0
+        if c.cpu in busy:
+            assert 0 < c.ticks / k.guest_s <= k.hz * 1.05
+    assert "ticks handled per CPU-s" in r.out
     assert "ring-4x2 · 6.12" in r.out and elapsed < 300
 
 
