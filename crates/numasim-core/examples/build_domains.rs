@@ -20,8 +20,12 @@ fn main() {
         .parse()
         .unwrap_or_else(|e| panic!("{e}"));
     let t = Instant::now();
-    let m = read_matrix(path.as_ref(), cpus.parse().expect("a CPU count"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let m = read_matrix(
+        path.as_ref(),
+        Some(cpus.parse().expect("a CPU count")),
+        "CPUS_PER_NODE",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("machine: {:.2?}", t.elapsed());
     let t = Instant::now();
     let d = builder.build(&m, &BuildOptions::default());

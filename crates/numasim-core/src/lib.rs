@@ -45,6 +45,7 @@ pub(crate) mod ring;
 pub mod state;
 #[cfg(feature = "testutils")]
 pub mod testutils;
+pub mod textfile;
 pub mod trace;
 pub mod workload;
 

@@ -64,6 +64,19 @@ pub struct RunEvents {
     pub processes: Vec<Origin>,
     pub trace: Vec<Slice>,
     pub trace_events: TraceEvents,
+    /// The run's summary, where it names the machine's shape (a run's JSON has it): checked
+    /// so that a run is never drawn on another machine than the one it ran on.
+    #[serde(default)]
+    pub summary: Option<MachineShape>,
+}
+
+/// What a run's summary says of its machine: a utilisation per CPU and the MALs.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MachineShape {
+    #[serde(default)]
+    pub utilisation_per_cpu: Vec<f64>,
+    #[serde(default)]
+    pub mals: Vec<u32>,
 }
 
 impl RunEvents {
@@ -83,6 +96,7 @@ impl RunEvents {
             processes,
             trace: r.trace.clone(),
             trace_events: r.trace_events.clone(),
+            summary: None,
         }
     }
 
@@ -100,6 +114,21 @@ impl RunEvents {
                 "the run was made without recording its trace (simulate(..., trace=True), \
                  or numasim run with --trace/--out): there is nothing to draw",
             ));
+        }
+        if let Some(shape) = &run.summary {
+            let (cpus, mals) = (shape.utilisation_per_cpu.len(), &shape.mals);
+            if cpus > 0 && (cpus != m.cpus() || *mals != m.mals()) {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "the run was made on a machine of {cpus} CPUs with memory access levels \
+                         {mals:?}, not on {} ({} CPUs, levels {:?}): give the machine it ran on",
+                        m.name,
+                        m.cpus(),
+                        m.mals()
+                    ),
+                ));
+            }
         }
         run.check(m).map_err(|(field, i, msg)| {
             InputError::new(origin, msg).at(format!("field {field}, entry {i}"))

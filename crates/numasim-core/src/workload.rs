@@ -1223,8 +1223,34 @@ impl Workload {
     /// column is); errors name the line, column and key path (`processes[3].demand_ns`).
     pub fn from_json(origin: &str, text: &str) -> Result<Self> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let w: Self = serde_path_to_error::deserialize(de)
-            .map_err(|e| crate::error::serde_json_error(origin, &e))?;
+        let w: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let err = crate::error::serde_json_error(origin, &e);
+            // JSON has no NaN or infinity: say so rather than serde's bare "expected value".
+            let inner = e.inner();
+            let line = text
+                .lines()
+                .nth(inner.line().saturating_sub(1))
+                .unwrap_or("");
+            // serde points at the value, or just past its minus sign.
+            let mut at = inner.column().saturating_sub(1);
+            if line.get(..at).is_some_and(|s| s.ends_with('-')) {
+                at -= 1;
+            }
+            let rest = line.get(at..).unwrap_or("");
+            let word: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '+')
+                .collect();
+            let lower = word.trim_start_matches(['-', '+']).to_ascii_lowercase();
+            if ["nan", "inf", "infinity"].contains(&lower.as_str()) {
+                InputError {
+                    message: format!("{word} is not a number JSON allows"),
+                    ..err
+                }
+            } else {
+                err
+            }
+        })?;
         Ok(w)
     }
 }
@@ -1288,6 +1314,19 @@ mod tests {
 
     fn nodes() -> Vec<Vec<usize>> {
         vec![vec![0, 1], vec![2, 3]]
+    }
+
+    #[test]
+    fn nan_in_json_is_named() {
+        for word in ["NaN", "Infinity", "-Infinity"] {
+            let text = format!("{{\"processes\": [{{\"pid\": 0, \"demand_ns\": {word}}}]}}");
+            let e = Workload::from_json("w.json", &text).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("{word} is not a number JSON allows")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -70,8 +70,9 @@ impl Machine {
 
     /// Reads a plain distance-matrix file (sysfs rows or `numactl --hardware`).
     #[staticmethod]
-    fn from_matrix_file(path: &str, cpus_per_node: usize) -> PyResult<Self> {
-        wrap(file::read_matrix(Path::new(path), cpus_per_node))
+    #[pyo3(signature = (path, cpus_per_node=None, option="--cpus-per-node"))]
+    fn from_matrix_file(path: &str, cpus_per_node: Option<usize>, option: &str) -> PyResult<Self> {
+        wrap(file::read_matrix(Path::new(path), cpus_per_node, option))
     }
 
     /// Reads the host from `ROOT/sys/devices/system/node`.

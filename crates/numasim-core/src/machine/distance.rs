@@ -185,26 +185,153 @@ impl DistanceTable {
 }
 
 /// Parses a plain-text distance matrix: sysfs-style rows, or the `node distances:` block of
-/// `numactl --hardware` (the rest of that output is ignored). `#` starts a comment.
+/// `numactl --hardware` (its CPU lists are read by [`parse_text_with_cpus`]). `#` starts a
+/// comment.
 pub fn parse_text(origin: &str, text: &str) -> Result<DistanceTable> {
+    parse_text_with_cpus(origin, text).map(|(table, _)| table)
+}
+
+/// [`parse_text`], and for `numactl --hardware` output the CPUs of each node as its
+/// `node N cpus:` lines list them (`None` for sysfs rows, or numactl output without them).
+///
+/// numactl output is checked whole: `available: N nodes` must match the distance rows and the
+/// CPU lines, every node has one CPU line, every CPU id is a whole number below
+/// [`super::MAX_CPUS`] and on one node only.
+pub fn parse_text_with_cpus(
+    origin: &str,
+    text: &str,
+) -> Result<(DistanceTable, Option<Vec<Vec<usize>>>)> {
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
         .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
         .filter(|(_, l)| !l.is_empty())
         .collect();
-    let rows = match lines
+    let too_many = |what: String, line: usize| {
+        InputError::new(
+            origin,
+            format!(
+                "{what}: more than {}, the most numasim builds",
+                super::MAX_NODES
+            ),
+        )
+        .at(format!("line {line}"))
+    };
+    match lines
         .iter()
         .position(|(_, l)| l.eq_ignore_ascii_case("node distances:"))
     {
-        Some(at) => parse_numactl(origin, &lines[at + 1..])?,
-        None => lines
-            .iter()
-            .enumerate()
-            .map(|(r, &(line, l))| parse_cells(origin, line, r, l.split_whitespace()))
-            .collect::<Result<Vec<_>>>()?,
-    };
-    DistanceTable::from_rows(origin, rows)
+        Some(at) => {
+            let rows = parse_numactl(origin, &lines[at + 1..])?;
+            let cpus = numactl_cpus(origin, &lines[..at], rows.len())?;
+            Ok((DistanceTable::from_rows(origin, rows)?, cpus))
+        }
+        None => {
+            // Checked before any value is parsed: a table over the cap is refused at once.
+            if let Some(&(line, first)) = lines.first() {
+                let width = first.split_whitespace().count();
+                if width > super::MAX_NODES {
+                    return Err(too_many(format!("the first row has {width} values"), line));
+                }
+            }
+            if lines.len() > super::MAX_NODES {
+                let (line, _) = lines[super::MAX_NODES];
+                return Err(too_many(
+                    format!("the table has {} rows", lines.len()),
+                    line,
+                ));
+            }
+            let rows = lines
+                .iter()
+                .enumerate()
+                .map(|(r, &(line, l))| parse_cells(origin, line, r, l.split_whitespace()))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((DistanceTable::from_rows(origin, rows)?, None))
+        }
+    }
+}
+
+/// The `available: N nodes` and `node N cpus: ...` lines of numactl output (before its
+/// `node distances:` block), checked against each other and the `rows` distance rows.
+fn numactl_cpus(
+    origin: &str,
+    lines: &[(usize, &str)],
+    rows: usize,
+) -> Result<Option<Vec<Vec<usize>>>> {
+    let mut available: Option<(usize, usize)> = None;
+    let mut lists: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut owner: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    for &(line, l) in lines {
+        let at = |msg: String| InputError::new(origin, msg).at(format!("line {line}"));
+        if let Some(rest) = l.strip_prefix("available:") {
+            let count = rest.split_whitespace().next().unwrap_or("");
+            let n = count
+                .parse::<usize>()
+                .map_err(|_| at(format!("'{count}' is not a node count")))?;
+            available = Some((line, n));
+            continue;
+        }
+        let Some((head, list)) = l.split_once("cpus:") else {
+            continue; // size, free and other lines of numactl's output
+        };
+        let mut words = head.split_whitespace();
+        let (Some("node"), Some(id), None) = (words.next(), words.next(), words.next()) else {
+            return Err(at(format!("'{head}cpus:' is not 'node N cpus:'")));
+        };
+        let node = id
+            .parse::<usize>()
+            .map_err(|_| at(format!("'{id}' is not a node number")))?;
+        if node != lists.len() {
+            return Err(at(format!(
+                "the CPUs of node {node} come where those of node {} are expected",
+                lists.len()
+            )));
+        }
+        let mut cpus = Vec::new();
+        for word in list.split_whitespace() {
+            let cpu = word
+                .parse::<usize>()
+                .ok()
+                .filter(|&c| c < super::MAX_CPUS)
+                .ok_or_else(|| {
+                    at(format!(
+                        "node {node} cpus: '{word}' is not a CPU id (a whole number below {})",
+                        super::MAX_CPUS
+                    ))
+                })?;
+            if let Some(other) = owner.insert(cpu, node) {
+                return Err(at(format!(
+                    "cpu {cpu} is listed in node {other} and node {node}"
+                )));
+            }
+            cpus.push(cpu);
+        }
+        lists.push((line, cpus));
+    }
+    if let Some((line, n)) = available {
+        if n != rows {
+            return Err(InputError::new(
+                origin,
+                format!("says {n} nodes but its distance table has {rows} rows"),
+            )
+            .at(format!("line {line}")));
+        }
+    }
+    if lists.is_empty() {
+        return Ok(None);
+    }
+    if lists.len() != rows {
+        let (line, _) = lists[lists.len() - 1];
+        return Err(InputError::new(
+            origin,
+            format!(
+                "lists the CPUs of {} nodes but its distance table has {rows} rows",
+                lists.len()
+            ),
+        )
+        .at(format!("line {line}")));
+    }
+    Ok(Some(lists.into_iter().map(|(_, cpus)| cpus).collect()))
 }
 
 fn parse_cells<'a>(
@@ -244,6 +371,16 @@ fn parse_numactl(origin: &str, lines: &[(usize, &str)]) -> Result<Vec<RawRow>> {
         .at(format!("line {header_line}")));
     }
     let columns = header_tokens.count();
+    if columns > super::MAX_NODES {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "the header names {columns} nodes: more than {}, the most numasim builds",
+                super::MAX_NODES
+            ),
+        )
+        .at(format!("line {header_line}")));
+    }
     let mut rows = Vec::new();
     for &(line, l) in &lines[1..] {
         let Some((label, rest)) = l.split_once(':') else {
@@ -289,9 +426,52 @@ mod tests {
 
     #[test]
     fn numactl_block_parses_and_skips_the_rest() {
-        let text = "available: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode distances:\nnode   0   1 \n  0:  10  21 \n  1:  21  10 \n";
+        let text = "available: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode 1 cpus: 2 3\nnode distances:\nnode   0   1 \n  0:  10  21 \n  1:  21  10 \n";
         let t = parse_text("f", text).unwrap();
         assert_eq!(t.rows(), vec![vec![10, 21], vec![21, 10]]);
+    }
+
+    #[test]
+    fn numactl_cpu_lists_are_read_and_checked() {
+        let head = "node distances:\nnode 0 1\n0: 10 20\n1: 20 10\n";
+        let ok = format!("available: 2 nodes (0-1)\nnode 0 cpus: 0 2 4\nnode 0 size: 10 MB\nnode 1 cpus: 1 3\n{head}");
+        let (_, cpus) = parse_text_with_cpus("f", &ok).unwrap();
+        assert_eq!(cpus, Some(vec![vec![0, 2, 4], vec![1, 3]]));
+        for (text, message) in [
+            (
+                "node 0 cpus: 0 x\nnode 1 cpus: 1\n",
+                "f: line 1: node 0 cpus: 'x' is not a CPU id (a whole number below 16384)",
+            ),
+            (
+                "node 0 cpus: 0 1\nnode 1 cpus: 1\n",
+                "f: line 2: cpu 1 is listed in node 0 and node 1",
+            ),
+            (
+                "available: 3 nodes (0-2)\n",
+                "f: line 1: says 3 nodes but its distance table has 2 rows",
+            ),
+            (
+                "node 0 cpus: 0\n",
+                "f: line 1: lists the CPUs of 1 nodes but its distance table has 2 rows",
+            ),
+            (
+                "node 1 cpus: 0\nnode 0 cpus: 1\n",
+                "f: line 1: the CPUs of node 1 come where those of node 0 are expected",
+            ),
+        ] {
+            let e = parse_text_with_cpus("f", &format!("{text}{head}")).unwrap_err();
+            assert_eq!(e.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn a_table_over_the_node_cap_is_refused_before_parsing() {
+        let row = "10 ".repeat(super::super::MAX_NODES + 1);
+        let e = parse_text("f", &format!("{row}\nnot even a number\n")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f: line 1: the first row has 4097 values: more than 4096, the most numasim builds"
+        );
     }
 
     #[test]

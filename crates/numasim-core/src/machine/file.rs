@@ -24,6 +24,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{InputError, Result};
+use crate::textfile::{self, MAX_MACHINE_FILE_BYTES};
 
 use super::distance::{self, DistanceTable, RawRow};
 use super::generate::Generator;
@@ -70,8 +71,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Reads a machine file from disk.
 pub fn read(path: &Path) -> Result<Machine> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(&origin, format!("cannot read the machine file: {e}")))?;
+    let text = textfile::read_text(&origin, path, "the machine file", MAX_MACHINE_FILE_BYTES)?;
     parse(&origin, &text, path.parent())
 }
 
@@ -165,12 +165,10 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
                 )?
             } else if let Some(rel) = &file.distance_file {
                 let path = base_dir.unwrap_or(Path::new(".")).join(rel);
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    field(
-                        "distance_file",
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
+                let shown = path.display().to_string();
+                let text =
+                    textfile::read_text(&shown, &path, "the distance file", MAX_MACHINE_FILE_BYTES)
+                        .map_err(|e| field("distance_file", e.to_string()))?;
                 distance::parse_text(&path.display().to_string(), &text)?
             } else {
                 let g = file.generator.as_ref().expect("counted above");
@@ -220,6 +218,19 @@ fn build(origin: &str, file: MachineFile, base_dir: Option<&Path>) -> Result<Mac
                     format!(
                         "{} is not a speed; a speed must be a positive number",
                         s.fast
+                    ),
+                ));
+            }
+            if !(super::MIN_SPEED..=super::MAX_SPEED).contains(&s.fast) {
+                return Err(field(
+                    "speed.fast",
+                    format!(
+                        "{} is outside {}..{}: a fast CPU runs at most {} times faster or \
+                         slower than a normal one (speed 1)",
+                        s.fast,
+                        super::MIN_SPEED,
+                        super::MAX_SPEED,
+                        super::MAX_SPEED
                     ),
                 ));
             }
@@ -301,25 +312,69 @@ pub fn from_info(origin: &str, value: &serde_json::Value) -> Result<Machine> {
     )
 }
 
-/// Builds a machine from a plain distance-matrix text file with `cpus_per_node` CPUs per node.
-pub fn read_matrix(path: &Path, cpus_per_node: usize) -> Result<Machine> {
+/// Builds a machine from a plain distance-matrix text file: its CPUs are those `numactl
+/// --hardware` output lists for each node, or `cpus_per_node` on every node. `option` names the
+/// CPU count as the caller takes it (`--cpus-per-node`, `cpus_per_node=`) in messages.
+pub fn read_matrix(path: &Path, cpus_per_node: Option<usize>, option: &str) -> Result<Machine> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(&origin, format!("cannot read the distance file: {e}")))?;
-    matrix_machine(&origin, &text, cpus_per_node)
+    let text = textfile::read_text(&origin, path, "the distance file", MAX_MACHINE_FILE_BYTES)?;
+    matrix_machine(&origin, &text, cpus_per_node, option)
 }
 
-/// A machine from distance-matrix text and a CPU count per node.
-pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<Machine> {
-    if cpus_per_node == 0 {
+/// A machine from distance-matrix text and its CPUs (see [`read_matrix`]).
+pub fn matrix_machine(
+    origin: &str,
+    text: &str,
+    cpus_per_node: Option<usize>,
+    option: &str,
+) -> Result<Machine> {
+    if cpus_per_node == Some(0) {
         return Err(InputError::new(
             origin,
-            "--cpus-per-node must be at least 1",
+            format!("{option} must be at least 1"),
         ));
     }
-    let table = distance::parse_text(origin, text)?;
-    let counts = vec![cpus_per_node; table.nodes()];
-    super::check_cpu_counts(origin, "--cpus-per-node", &counts)?;
+    let (table, listed) = distance::parse_text_with_cpus(origin, text)?;
+    let (node_cpus, description) = match (listed, cpus_per_node) {
+        (Some(lists), given) => {
+            if let Some(p) = given {
+                if let Some((node, list)) = lists.iter().enumerate().find(|(_, l)| l.len() != p) {
+                    return Err(InputError::new(
+                        origin,
+                        format!(
+                            "{option} {p} disagrees with the file, whose node {node} has {} \
+                             CPUs; leave {option} out to use the file's CPU lists",
+                            list.len()
+                        ),
+                    ));
+                }
+            }
+            let counts: Vec<usize> = lists.iter().map(Vec::len).collect();
+            let shown = counts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let description = format!("numactl --hardware output {origin}, CPUs per node {shown}");
+            (lists, description)
+        }
+        (None, Some(p)) => {
+            let counts = vec![p; table.nodes()];
+            super::check_cpu_counts(origin, option, &counts)?;
+            let description = format!("distance table from {origin}, {p} CPUs per node");
+            (contiguous_cpus(&counts), description)
+        }
+        (None, None) => {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "a distance table without CPU lists needs {option} (or write a .toml \
+                     machine file, or give numactl --hardware output, which lists each node's \
+                     CPUs)"
+                ),
+            ))
+        }
+    };
     let name = Path::new(origin)
         .file_stem()
         .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned());
@@ -327,9 +382,9 @@ pub fn matrix_machine(origin: &str, text: &str, cpus_per_node: usize) -> Result<
         origin,
         MachineParts {
             name,
-            description: format!("distance table from {origin}, {cpus_per_node} CPUs per node"),
+            description,
             source: origin.to_string(),
-            node_cpus: contiguous_cpus(&counts),
+            node_cpus,
             speeds: None,
             distances: table,
         },

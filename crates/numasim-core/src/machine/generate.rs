@@ -121,6 +121,18 @@ impl Generator {
             if group_sizes.contains(&0) {
                 return Err(field_error("group sizes must be at least 1"));
             }
+            // Each level's groups must tile the nodes: otherwise the last group is cut short
+            // and the table describes no machine anyone built.
+            let mut size = 1usize;
+            for g in group_sizes {
+                size = size.saturating_mul(*g);
+                if n % size != 0 {
+                    return Err(field_error(&format!(
+                        "group_sizes {group_sizes:?} make groups of {size} nodes, which do not \
+                         divide the {n} nodes"
+                    )));
+                }
+            }
         }
         let rows: Vec<Vec<u32>> = (0..n)
             .map(|i| {

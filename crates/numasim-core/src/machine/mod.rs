@@ -125,6 +125,17 @@ impl Machine {
             )
             .at("field speed"));
         }
+        if let Some((cpu, s)) = speeds
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !(MIN_SPEED..=MAX_SPEED).contains(*s))
+        {
+            return Err(InputError::new(
+                origin,
+                format!("cpu {cpu} has speed {s}, outside {MIN_SPEED}..{MAX_SPEED}"),
+            )
+            .at("field speed"));
+        }
         let mut node_cpus = parts.node_cpus;
         for list in &mut node_cpus {
             list.sort_unstable();
@@ -262,6 +273,13 @@ pub fn speeds_for(
     }
     Ok(speeds)
 }
+
+/// The slowest and fastest speed a CPU may have, relative to a normal CPU (speed 1): a
+/// thousand times either way. Beyond them a run's times lose all meaning (a speed of 1e-300
+/// never finishes a process, 1e300 finishes it in 0 ns).
+pub const MIN_SPEED: f64 = 1e-3;
+/// See [`MIN_SPEED`].
+pub const MAX_SPEED: f64 = 1e3;
 
 /// The largest machine numasim builds: 4 096 nodes (Linux's `MAX_NUMNODES` is at most 1 024;
 /// a 2 000-node synthetic table must still load) and 16 384 CPUs (twice Linux's largest
