@@ -362,7 +362,8 @@ CORPUS = [
         SLIT,
         "10 20\n20 10\n",
         None,
-        ": a distance-table file needs --cpus-per-node (or write a .toml machine file)",
+        ": a distance table without CPU lists needs --cpus-per-node (or write a .toml machine "
+        "file, or give numactl --hardware output, which lists each node's CPUs)",
     ),
     (
         "cpus-per-node-on-a-machine-file",
@@ -403,7 +404,8 @@ def test_missing_distance_file_names_it(run, tmp_path):
     m.write_text('cpus_per_node = 1\ndistance_file = "nowhere.slit"\n')
     r = run("topology", m)
     assert r.code == 2
-    assert r.err.startswith(f"numasim: error: {m}: field distance_file: cannot read ")
+    assert r.err.startswith(f"numasim: error: {m}: field distance_file: ")
+    assert "cannot read the distance file: No such file or directory" in r.err
     assert "nowhere.slit" in r.err
     assert r.err.count("\n") == 1
 

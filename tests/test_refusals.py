@@ -152,31 +152,22 @@ def test_a_cluster_address_that_is_not_one_is_refused(run, tmp_path):
     )
 
 
-HUGE = 10**9  # passes the spec check (made with n = 1); the workers' memory budget refuses it
+HUGE = 10**9  # passes the spec check made with n = 1; the memory budget refuses it
 
 
-@pytest.mark.parametrize("where", ["pool", "dask"])
-def test_an_input_error_in_a_worker_is_one_line_and_keeps_finished_runs(
-    run, tmp_path, where, local_cluster
-):
+def test_an_n_too_large_for_memory_is_refused_before_any_worker_starts(run, tmp_path):
     path = tiny(tmp_path, reps=2)
     path.write_text(path.read_text().replace("n = [60, 120]", f"n = [60, {HUGE}]"))
     out = tmp_path / "o"
-
-    def reproduce(*extra):
-        return run("reproduce", path, "--out", out, "--jobs", "1", *extra)
-
-    if where == "dask":
-        # One worker, as --jobs 1: the n = 60 cell finishes before the failing one starts.
-        with local_cluster(1) as cluster:
-            r = reproduce("--cluster", cluster.scheduler_address)
-    else:
-        r = reproduce()
+    r = run("reproduce", path, "--out", out, "--jobs", "1")
     assert (r.code, r.out) == (2, "")
     assert r.err.count("\n") == 1
-    assert r.err.startswith("numasim: error: ") and "GB" in r.err, r.err
-    # The n = 60 cell ran first and is kept: rerunning it alone computes nothing.
-    assert stored_runs(out) == 2 * 3
+    assert (
+        r.err.startswith(f"numasim: error: {path}: sweep.n = {HUGE}, workload ") and "GB" in r.err
+    )
+    assert "--workload" not in r.err
+    # Refused before the n = 60 cell was run: no work was done to be lost.
+    assert stored_runs(out) == 0
     path.write_text(path.read_text().replace(f"n = [60, {HUGE}]", "n = [60]"))
-    again = reproduce("--json")
-    assert again.code == 0 and again.err.startswith("resumed 6 of 6 runs")
+    again = run("reproduce", path, "--out", out, "--jobs", "1", "--json")
+    assert again.code == 0 and again.err.startswith("computed 6, reused 0 of 6 runs")

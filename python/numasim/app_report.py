@@ -36,6 +36,7 @@ import pandas as pd
 from numasim import report, stats
 from numasim.assumptions import describe
 from numasim.experiment import Experiment
+from numasim.names import file_stem
 
 #: The figures of each cell, in the order ``figure_tasks`` draws them.
 FIGURE_KINDS = ("completion", "gain")
@@ -343,9 +344,11 @@ def figure_tasks(out: Path, exp: Experiment, a: AppResults) -> list[report.Figur
 
     tasks = []
     for machine, w, n in _cells(exp, a):
-        tail = f"{Path(machine).stem}-{w.name}" + (f"-n{n}" if len(exp.ns) > 1 else "")
+        tail = file_stem(Path(machine).stem, w.name) + (f"-n{n}" if len(exp.ns) > 1 else "")
         for kind, draw in zip(FIGURE_KINDS, (completion_figure, gain_figure), strict=True):
-            tasks.append(task(draw, machine, w, n, fig_dir / f"{exp.name}-apps-{kind}-{tail}"))
+            tasks.append(
+                task(draw, machine, w, n, fig_dir / f"{file_stem(exp.name, 'apps', kind)}-{tail}")
+            )
     return tasks
 
 

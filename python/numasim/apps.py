@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numasim import _core, schema
 from numasim._core import InputError
-from numasim.machine import data_dir, read_text
+from numasim.machine import MAX_SMALL_FILE_BYTES, data_dir, read_text
 
 #: The fields of a profile in the order ``list apps --sources`` prints them.
 FIELDS = ("model", "phases", "items", "stages", "work_ms", "spread", "footprint_mb", "shared",
@@ -173,7 +173,7 @@ class Mix:
         """A mix file; every problem is one InputError line naming the file and the key."""
         path = Path(path)
         origin = str(path)
-        text = read_text(path, "the mix file", "a mix file is TOML text")
+        text = read_text(path, "the mix file", "a mix file is TOML text", MAX_SMALL_FILE_BYTES)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:

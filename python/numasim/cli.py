@@ -24,6 +24,7 @@ from numasim.assumptions import resolve as resolve_assumptions
 from numasim.errors import Interrupted
 from numasim.kernel.command import kernel_run, validate
 from numasim.machine import Machine, builders, check_builder, presets
+from numasim.names import file_part
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
 from numasim.sim import SEED_MAX, Workload, default_domains, policies, simulate
@@ -202,28 +203,47 @@ def _assume(setting: str | None) -> str | None:
 
 
 def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[str]:
-    """The run's tables (processes, summary, workload, migrations) and the run itself."""
+    """The run's tables (processes, summary, workload, migrations) and the run itself. DIR is
+    locked as an experiment's results directory is, and the files of a run saved there before
+    are removed first: none of them is left beside the new run's."""
     import pandas as pd
 
+    from numasim.saved import RUN_DIR_FILES
+    from numasim.store import LEGACY_FILE, STORE_FILE, lock
     from numasim.trace import migration_table
 
     cols = ["time_ms", "pid", "from_cpu", "to_cpu", "from_node", "to_node", "kind", "level"]
+    _check_out_dir(d)
+    if any((d / name).exists() for name in (STORE_FILE, LEGACY_FILE)):
+        raise InputError(f"{d}: holds an experiment's result store; give the run a directory "
+                         "of its own")  # fmt: skip
+    # Applications have barriers and memory sizes that CSV cannot hold: JSON for them.
+    workload_file = "workload.json" if result.raw.get("apps") else "workload.csv"
+    names = ["processes.csv", "summary.json", workload_file, "migrations.csv"]
     with _writing(d):
         d.mkdir(parents=True, exist_ok=True)
+    with lock(d), _writing(d):
+        for name in RUN_DIR_FILES:
+            (d / name).unlink(missing_ok=True)
         result.processes.to_csv(d / "processes.csv", index=False)
         (d / "summary.json").write_text(json.dumps(result.raw_summary, indent=1) + "\n")
-        # Applications have barriers and memory sizes that CSV cannot hold: JSON for them.
-        workload_file = "workload.json" if result.raw.get("apps") else "workload.csv"
         workload.save(d / workload_file)
         pd.DataFrame(migration_table(record.machine, result.raw), columns=cols).to_csv(
             d / "migrations.csv", index=False
         )
-        names = ["processes.csv", "summary.json", workload_file, "migrations.csv"]
         if result.raw.get("apps"):
             result.apps.drop(columns=["remote_share_timeline"]).to_csv(d / "apps.csv", index=False)
             names.append("apps.csv")
         saved = record.save(d)
     return [str(d / n) for n in names] + [str(p) for p in saved]
+
+
+def _check_out_dir(d: Path) -> None:
+    """An output directory that is a dangling symbolic link, or a file, is one clear line."""
+    if d.is_symlink() and not d.exists():
+        raise InputError(f"{d}: a symbolic link to {os.readlink(d)}, which does not exist")
+    if d.exists() and not d.is_dir():
+        raise InputError(f"{d}: is a file, not a directory")
 
 
 @cli.command()
@@ -425,7 +445,7 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     from numasim import app_report, comparison, report, reproduction, stats
     from numasim import experiment as ex
 
-    out_dir = Path(out) if out else Path("numasim-results") / exp.name
+    out_dir = Path(out) if out else Path("numasim-results") / file_part(exp.name)
     confidence = confidence or exp.confidence
     if report_file:
         _check_writable(report_file, "--report")  # before the sweep, not after it
@@ -633,6 +653,7 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
         exp.policies += exp.extra
     if replications:
         exp.replications = replications
+        ex.check_budget(exp, "--replications")
     exp.assume = _assume(assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh, ablate, report_file)
 
@@ -705,9 +726,11 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
         {"name": "compare", "machines": machine_list,
          "workload": [{"name": "w", "spec": ",".join(p for p in parts if not p.startswith("n="))}],
          "sweep": {"n": [n]}, "baseline": variants[0], "policies": variants[1:],
-         "replications": replications or 30, "confidence": confidence or 0.95, "seed": seed},
+         "replications": 1, "confidence": confidence or 0.95, "seed": seed},
         "--policies/--workload",
     )  # fmt: skip
+    exp.replications = replications or 30
+    ex.check_budget(exp, "--replications")
     exp.assume = _assume(assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 

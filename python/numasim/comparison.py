@@ -33,6 +33,7 @@ import pandas as pd
 from numasim import claims, report, stats
 from numasim.assumptions import describe
 from numasim.experiment import METRIC_LABELS, Experiment
+from numasim.names import file_stem
 
 #: The locality measure beside the metric: (column, label, scale to print).
 _SHARE = ("app_remote_share", "remote-access share (%)", 100.0)
@@ -255,7 +256,7 @@ def figure_tasks(out: Path, exp: Experiment, c: Comparison) -> list[report.Figur
     fig_dir.mkdir(exist_ok=True)
 
     def task(machine: str) -> report.FigureTask:
-        stem = fig_dir / f"{exp.name}-{Path(machine).stem}"
+        stem = fig_dir / file_stem(exp.name, Path(machine).stem)
         return lambda: report.save_figure(figure(exp, c, machine), stem)
 
     return [task(machine) for machine in exp.machines]

@@ -42,7 +42,7 @@ from numasim import _core, schema
 from numasim._core import InputError
 from numasim.claims import CLAIM_KINDS
 from numasim.errors import Interrupted
-from numasim.machine import check_builder, data_dir, read_text
+from numasim.machine import MAX_SMALL_FILE_BYTES, check_builder, data_dir, read_text
 from numasim.sim import default_domains
 
 METRICS = (
@@ -205,7 +205,7 @@ def parse_variant(origin: str, text: str) -> Variant:
 def load(name_or_path: str | Path) -> Experiment:
     """A shipped experiment by name, or an experiment file."""
     path = Path(name_or_path)
-    if not path.is_file():
+    if not path.exists():  # a device or a directory is read, and refused, as what it is
         shipped = experiments_dir() / f"{name_or_path}.toml"
         if not shipped.is_file():
             known = ", ".join(p.stem for p in sorted(experiments_dir().glob("*.toml")))
@@ -214,7 +214,9 @@ def load(name_or_path: str | Path) -> Experiment:
     origin = str(path)
     try:
         data = tomllib.loads(
-            read_text(path, "the experiment file", "an experiment file is TOML text")
+            read_text(
+                path, "the experiment file", "an experiment file is TOML text", MAX_SMALL_FILE_BYTES
+            )
         )
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{origin}: {e}") from None
@@ -352,6 +354,11 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         f = ExperimentFile.model_validate(data)
     except ValidationError as e:
         raise _schema_error(origin, e) from None
+    names = [("name", f.name)] + [(f"workload.{i}.name", w.name) for i, w in enumerate(f.workload)]
+    for key, name in names:
+        if bad := next((c for c in name if not c.isprintable()), None):
+            raise InputError(f"{origin}: {key}: {name!r} holds the control character "
+                             f"{bad!r}; a name is printable text")  # fmt: skip
     workloads = [_workload(origin, i, w) for i, w in enumerate(f.workload)]
     _x_axis(origin, f)
     for key, items in (("workload", [w.name for w in f.workload]), ("machines", f.machines),
@@ -384,6 +391,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         x_label=f.x_label,
         x_scale=f.x_scale,
     )
+    check_budget(exp, f"{origin}: replications")
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
         raise InputError(f"{origin}: the baseline and policies must differ")
@@ -734,11 +742,12 @@ def execute(
     from numasim.machine import Machine
     from numasim.store import Store
 
+    check_budget(exp, f"{exp.origin}: replications")
     # Each machine is read once: the keys, the spec check and the workers all see this content.
     machines = {m: Machine.load(m) for m in exp.machines}
     all_runs = runs(exp, machines)
     with Store.open(out, fresh=fresh) as store:
-        found = store.lookup(r.key for r in all_runs)
+        found = store.lookup((r.key for r in all_runs), required=METRICS)
         todo = [r for r in all_runs if r.key not in found]
         reused = len(all_runs) - len(todo)
         done = reused
@@ -795,13 +804,37 @@ def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
 
 
 def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
-    """Every workload spec of ``exp`` generates (one process, on each machine): a bad spec is an
-    input error here, before any worker starts."""
+    """Every workload spec of ``exp`` generates (one process, then the sweep's largest n, on each
+    machine): a bad spec, or an n too large for this machine's memory, is an input error here
+    naming the workload or ``sweep.n``, before any worker starts."""
     for m in machines.values():
         for w in exp.workloads:
             _core.Workload.generate(
                 m._core, f"n=1,{w.spec}", 0, f"{exp.origin}: workload '{w.name}'"
             )
+            n = max(exp.ns)
+            _core.Workload.generate(
+                m._core, f"n={n},{w.spec}", 0, f"{exp.origin}: sweep.n = {n}, workload '{w.name}'"
+            )
+
+
+#: The most runs one experiment makes (replications × cells × variants): a million rows of
+#: metrics are about a gigabyte in memory, and weeks of one core's time at the shipped sizes.
+MAX_RUNS = 1_000_000
+
+
+def check_budget(exp: Experiment, origin: str) -> None:
+    """Refuses an experiment of more than ``MAX_RUNS`` runs before anything is allocated for
+    them; ``origin`` names what set the replications (the file's key, ``--replications``)."""
+    cells = len(exp.machines) * len(exp.workloads) * len(exp.ns)
+    variants = len(exp.variants)
+    total = exp.replications * cells * variants
+    if total > MAX_RUNS:
+        most = f"{MAX_RUNS:_}".replace("_", " ")
+        raise InputError(
+            f"{origin}: {exp.replications} replications × {cells} cells × {variants} variants "
+            f"is {total} runs, more than {most} (the most one experiment makes)"
+        )
 
 
 def ignore_sigint() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ from numasim import _core
 from numasim._core import InputError
 
 HOST = "host"
+#: The most CPUs a machine may have (the core's ``MAX_CPUS``; docs/machines.md).
+MAX_CPUS = 16_384
 _TOML_SUFFIXES = {".toml"}
 _YAML_SUFFIXES = {".yaml", ".yml"}
 
@@ -53,18 +55,77 @@ def builders() -> list[tuple[str, str, str]]:
     return _core.builders()
 
 
-def read_text(path: Path, what: str, hint: str = "") -> str:
-    """The text of an input file; a file that cannot be read, or is not UTF-8 text, is one
-    InputError line naming it (``what``: "the machine file"; ``hint``: what it should be)."""
+#: The largest workload file numasim reads (a million processes are about 100 MiB of CSV).
+MAX_DATA_FILE_BYTES = 256 * 2**20
+#: The largest machine file or distance table (the core's ``MAX_MACHINE_FILE_BYTES``: a table
+#: of 4 096 nodes is 64 MiB).
+MAX_MACHINE_FILE_BYTES = 128 * 2**20
+#: The largest file of a saved run (events.json of a long traced run is large).
+MAX_SAVED_RUN_BYTES = 4 * 2**30
+#: The largest experiment or mix file (a few kilobytes each in practice).
+MAX_SMALL_FILE_BYTES = 16 * 2**20
+_CHUNK_BYTES = 2**20
+
+
+def read_text(path: Path, what: str, hint: str = "", max_bytes: int = MAX_DATA_FILE_BYTES) -> str:
+    """The text of an input file, read with a size limit; a file that cannot be read, is larger
+    than ``max_bytes``, or is not UTF-8 text, is one InputError line naming it (``what``: "the
+    machine file"; ``hint``: what it should be). A NUL byte (no text file holds one) stops the
+    read at once: a link to /dev/zero is refused, not read until memory runs out."""
+    import codecs
+
+    hint = f" ({hint})" if hint else ""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    size = 0
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            while chunk := f.read(_CHUNK_BYTES):
+                if (at := chunk.find(b"\0")) >= 0:
+                    raise InputError(
+                        f"{path}: not a text file: byte {size + at} is a NUL byte{hint}"
+                    )
+                try:
+                    parts.append(decoder.decode(chunk))
+                except UnicodeDecodeError as e:
+                    raise InputError(
+                        f"{path}: not a text file: byte {size + e.start} is not valid UTF-8{hint}"
+                    ) from None
+                size += len(chunk)
+                if size > max_bytes:
+                    raise InputError(
+                        f"{path}: {what} is larger than {max_bytes // 2**20} MiB, the most "
+                        "numasim reads"
+                    )
+            parts.append(decoder.decode(b"", final=True))
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{path}: not a text file: byte {size + e.start} is not valid UTF-8{hint}"
+        ) from None
     except OSError as e:
         raise InputError(f"{path}: cannot read {what}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        hint = f" ({hint})" if hint else ""
-        raise InputError(
-            f"{path}: not a text file: byte {e.start} is not valid UTF-8{hint}"
-        ) from None
+    return "".join(parts)
+
+
+@cache
+def _unique_keys_loader() -> Any:
+    """A YAML SafeLoader that refuses a key given twice in one mapping (YAML's own rule, which
+    PyYAML does not enforce: it keeps the last), as TOML does."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: list[Any] = []
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice", key_node.start_mark
+                    )
+                seen.append(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
 
 
 def check_builder(name: str, origin: str = "domains") -> str:
@@ -86,40 +147,62 @@ class Machine:
     @classmethod
     def preset(cls, name: str) -> Machine:
         """A preset by name (``numasim list machines``)."""
+        if not isinstance(name, str):
+            raise TypeError(
+                f"name must be a str (e.g. 'mehta-m1'), not {type(name).__name__} {name!r}"
+            )
         path = _preset_dir() / f"{name}.toml"
-        if not path.is_file():
+        if "/" in name or "\0" in name or name.startswith("."):
+            path = _preset_dir() / "\0"  # not a preset name: no path outside the presets
+        if "\0" in str(path) or not path.is_file():
             known = ", ".join(p.path.stem for p in presets())
             raise InputError(f"{name}: unknown machine preset; known presets: {known}")
         return cls(_core.Machine.from_toml_file(str(path)))
 
     @classmethod
     def from_file(cls, path: str | Path, cpus_per_node: int | None = None) -> Machine:
-        """A TOML/YAML machine file, or a plain distance table with ``cpus_per_node``."""
+        """A TOML/YAML machine file, or a plain distance table: ``numactl --hardware`` output
+        (its CPU lists give each node's CPUs) or rows of distances with ``cpus_per_node``."""
+        return cls._from_file(path, cpus_per_node, "cpus_per_node")
+
+    @classmethod
+    def _from_file(cls, path: str | Path, cpus_per_node: int | None, option: str) -> Machine:
+        """``from_file``, with ``option`` naming the CPU count as the caller takes it (the CLI
+        says ``--cpus-per-node``)."""
+        if not isinstance(path, str | Path):
+            raise TypeError(f"path must be a str or Path, not {type(path).__name__} {path!r}")
+        if cpus_per_node is not None:
+            if not isinstance(cpus_per_node, int) or isinstance(cpus_per_node, bool):
+                raise TypeError(
+                    f"{option} must be an int, not {type(cpus_per_node).__name__} {cpus_per_node!r}"
+                )
         path = Path(path)
+        if cpus_per_node is not None and cpus_per_node < 1:
+            raise InputError(f"{path}: {option}: {cpus_per_node} is not a CPU count (at least 1)")
+        if cpus_per_node is not None and cpus_per_node > MAX_CPUS:  # checked before the core
+            raise InputError(f"{path}: {option}: the machine would have more than {MAX_CPUS} "
+                             "CPUs, the most numasim builds")  # fmt: skip
         suffix = path.suffix.lower()
         if suffix in _TOML_SUFFIXES | _YAML_SUFFIXES:
             if cpus_per_node is not None:
                 raise InputError(
-                    f"{path}: --cpus-per-node applies only to a distance-table file; "
+                    f"{path}: {option} applies only to a distance-table file; "
                     "a machine file sets cpus_per_node itself"
                 )
             if suffix in _TOML_SUFFIXES:
                 return cls(_core.Machine.from_toml_file(str(path)))
             return cls._from_yaml(path)
-        if cpus_per_node is None:
-            raise InputError(
-                f"{path}: a distance-table file needs --cpus-per-node "
-                "(or write a .toml machine file)"
-            )
-        return cls(_core.Machine.from_matrix_file(str(path), cpus_per_node))
+        return cls(_core.Machine.from_matrix_file(str(path), cpus_per_node, option))
 
     @classmethod
     def _from_yaml(cls, path: Path) -> Machine:
         import yaml  # only YAML machine files need it
 
-        text = read_text(path, "the machine file", "a machine file is TOML or YAML text")
+        text = read_text(
+            path, "the machine file", "a machine file is TOML or YAML text", MAX_MACHINE_FILE_BYTES
+        )
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_unique_keys_loader())
         except RecursionError:
             raise InputError(f"{path}: nested too deeply to be a machine file") from None
         except yaml.YAMLError as e:
@@ -202,7 +285,10 @@ class Machine:
                 )
             return cls.preset(spec)
         if Path(spec).is_file():
-            return cls.from_file(spec, cpus_per_node)
+            return cls._from_file(spec, cpus_per_node, "--cpus-per-node")
+        if Path(spec).exists() and not Path(spec).is_dir():
+            raise InputError(f"{spec}: not a regular file (a device or a pipe); a machine is a "
+                             "preset, a machine file or a distance table")  # fmt: skip
         raise InputError(
             f"{spec}: unknown machine: not a preset (see `numasim list machines`), "
             "not a file, and not 'host'"

@@ -25,6 +25,7 @@ import pandas as pd
 
 from numasim.assumptions import describe
 from numasim.experiment import METRIC_LABELS, Experiment, Reference, WorkloadDef
+from numasim.names import file_stem
 
 #: What a table shows for a value that does not exist (never "nan").
 DASH = "—"
@@ -273,14 +274,24 @@ def write_frames(out: Path, tables: list[tuple[str, pd.DataFrame]]) -> list[Path
     for name, df in tables:
         for ext in ("csv", "parquet"):
             p = out / f"{name}.{ext}"
-            tmp = p.with_suffix(p.suffix + ".tmp")
             if ext == "csv":
-                df.to_csv(tmp, index=False)
+                write_whole(p, lambda tmp, df=df: df.to_csv(tmp, index=False))
             else:
-                df.to_parquet(tmp, index=False)
-            tmp.replace(p)
+                write_whole(p, lambda tmp, df=df: df.to_parquet(tmp, index=False))
             paths.append(p)
     return paths
+
+
+def write_whole(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` into ``PATH.tmp``, then renamed to ``path``: the file is whole or absent,
+    and a failed write (a full disk) leaves no ``.tmp`` behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 #: Marker and line style per variant (baseline first); hollow markers and distinct dashes keep
@@ -458,7 +469,7 @@ def figure_tasks(out: Path, exp: Experiment, summary: pd.DataFrame,
     fig_dir.mkdir(exist_ok=True)
 
     def task(machine: str, w: WorkloadDef) -> FigureTask:
-        stem = f"{exp.name}-{Path(machine).stem}-{w.name}"  # a machine may be a file path
+        stem = file_stem(exp.name, Path(machine).stem, w.name)  # a machine may be a file path
         return lambda: save_figure(figure(exp, machine, w, summary, gains), fig_dir / stem)
 
     return [task(machine, w) for machine in exp.machines for w in exp.workloads]

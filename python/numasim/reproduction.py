@@ -63,6 +63,7 @@ import pandas as pd
 from numasim import assumptions as assume
 from numasim import report, run_report, stats
 from numasim.experiment import METRIC_LABELS, Experiment, execute
+from numasim.names import file_stem
 
 #: |Spearman ρ| of gain vs n from which the gains are said to rise or fall.
 TREND_RHO = 0.5
@@ -296,9 +297,7 @@ def write_ablation(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
     """``ablation.csv`` and the ablation figures (none for an experiment with an x axis: its
     cells are one n each, and its ablation is shown as the claims' verdicts, comparison.py)."""
     path = out / "ablation.csv"
-    tmp = path.with_suffix(".csv.tmp")
-    a.rows.to_csv(tmp, index=False)
-    tmp.replace(path)
+    report.write_whole(path, lambda tmp: a.rows.to_csv(tmp, index=False))
     return [path] if exp.has_x else [path, *write_figures(out, exp, a)]
 
 
@@ -372,7 +371,7 @@ def write_figures(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
     for machine in exp.machines:
         for w in exp.workloads:
             fig = figure(exp, a, machine, w.name)
-            stem = f"{exp.name}-ablation-{Path(machine).stem}-{w.name}"
+            stem = file_stem(exp.name, "ablation", Path(machine).stem, w.name)
             paths += report.save_figure(fig, fig_dir / stem)
     return paths
 

@@ -3,7 +3,8 @@
 ```
 DIR/run.json      {"format": 1, "machine": {... topology --json's machine ...},
                    "policy": ..., "domains": ..., "workload": ..., "seed": ...,
-                   "assumptions": {"memory": ..., ...}}
+                   "assumptions": {"memory": ..., ...}, "core": FINGERPRINT,
+                   "digest": SHA-256 of the fields above and events.json}
 DIR/events.json   the engine's result as it came: processes, summary, running intervals
                   ("trace") and recorded events ("trace_events": migrations, balancing
                   attempts, runqueue lengths)
@@ -12,10 +13,16 @@ DIR/events.json   the engine's result as it came: processes, summary, running in
 The machine is stored whole (not by name), so a saved run reads back even after a preset
 changes or on a machine without the machine file. A run saved before assumptions were named
 (no "assumptions" field) ran under the linux profile, the only model numasim had then.
+
+The digest binds run.json to its events: an edited run.json (another policy named, another
+machine) or an events.json from another run is refused, not drawn under the wrong title. The
+core's fingerprint says which build made the run. A run saved before digests were written has
+neither, and is read as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,12 +31,25 @@ from typing import Any
 
 from numasim import _core, assumptions
 from numasim._core import InputError
-from numasim.machine import Machine, read_text
+from numasim.machine import MAX_SAVED_RUN_BYTES, Machine, read_text
 
 FORMAT = 1
 RUN_FILE = "run.json"
 EVENTS_FILE = "events.json"
 RESULT_KEYS = ("processes", "summary", "trace", "trace_events")
+#: Every file ``numasim run --out DIR`` and ``numasim trace DIR`` write: a new run saved into
+#: DIR removes those of the run saved there before, so no file of it is left beside the new.
+RUN_DIR_FILES = ("processes.csv", "summary.json", "workload.csv", "workload.json",
+                 "migrations.csv", "apps.csv", RUN_FILE, EVENTS_FILE, "trace.json")  # fmt: skip
+
+
+def digest(run: dict[str, Any], events: str) -> str:
+    """SHA-256 of a saved run's fields (all but ``digest``) and its events text."""
+    fields = json.dumps({k: v for k, v in run.items() if k != "digest"}, sort_keys=True)
+    h = hashlib.sha256(fields.encode())
+    h.update(b"\0")
+    h.update(events.encode())
+    return h.hexdigest()
 
 
 @dataclass
@@ -71,9 +91,12 @@ class RunRecord:
 
     def save(self, out: Path) -> list[Path]:
         """Writes run.json and events.json into ``out``; returns their paths."""
+        from numasim.store import core_fingerprint
+
         run = {"format": FORMAT, "machine": self.machine.info, "policy": self.policy,
                "domains": self.domains, "workload": self.workload, "seed": self.seed,
-               "assumptions": self.assumptions}  # fmt: skip
+               "assumptions": self.assumptions, "core": core_fingerprint()}  # fmt: skip
+        run["digest"] = digest(run, self.result_json)
         paths = [out / RUN_FILE, out / EVENTS_FILE]
         paths[0].write_text(json.dumps(run, indent=1) + "\n")
         paths[1].write_text(self.result_json)
@@ -87,7 +110,7 @@ class RunRecord:
             raise InputError(f"{out}: not a directory (numasim run --out DIR saves a run there)")
         texts = {}
         for name in (RUN_FILE, EVENTS_FILE):
-            texts[name] = read_text(out / name, "the saved run")
+            texts[name] = read_text(out / name, "the saved run", max_bytes=MAX_SAVED_RUN_BYTES)
         origin = str(out / RUN_FILE)
         try:
             run = json.loads(texts[RUN_FILE])
@@ -100,6 +123,11 @@ class RunRecord:
         for key in ("machine", "policy", "domains", "workload", "seed"):
             if key not in run:
                 raise InputError(f"{origin}: field {key}: missing")
+        if "digest" in run and run["digest"] != digest(run, texts[EVENTS_FILE]):
+            raise InputError(
+                f"{origin}: field digest: does not match the run's fields and {EVENTS_FILE} "
+                "(a file was edited, or comes from another run)"
+            )
         machine = Machine(_core.Machine.from_info_json(json.dumps(run["machine"]), origin))
         saved = run.get("assumptions", {})
         if not isinstance(saved, dict):

@@ -92,10 +92,20 @@ class Workload:
         return cls._generate(machine, spec_or_path, seed, "--workload")
 
     def save(self, path: str | Path) -> None:
-        """Writes ``.csv`` or ``.json`` by the file's suffix."""
+        """Writes ``.csv`` or ``.json`` by the file's suffix; another suffix, a directory or a
+        file that cannot be written is an InputError naming the path."""
+        _check_type("path", path, (str, Path), "'workload.csv'")
         path = Path(path)
-        text = self._core.to_csv() if path.suffix.lower() == ".csv" else self._core.to_json()
-        path.write_text(text)
+        suffix = path.suffix.lower()
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory; give a file name such as workload.csv")
+        if suffix not in WORKLOAD_SUFFIXES:
+            raise InputError(f"{path}: a workload file must end in .csv or .json")
+        text = self._core.to_csv() if suffix == ".csv" else self._core.to_json()
+        try:
+            path.write_text(text)
+        except OSError as e:
+            raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per process."""
@@ -211,6 +221,9 @@ def simulate(
     _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
     _check_type("workload", workload, (Workload, str), "a Workload or a spec 'n=100,kind=cpu'")
     _check_type("policy", policy, str, "'linux26'")
+    _check_type("trace", trace, bool, "True")
+    if domains is not None:
+        _check_type("domains", domains, str, "'multilevel'")
     if isinstance(workload, str):
         workload = Workload.generate(machine, workload, seed)
     else:

@@ -3,6 +3,7 @@
 ```
 DIR/results.sqlite   table runs(key TEXT PRIMARY KEY, key_json TEXT, row_json TEXT)
                      table meta(name TEXT PRIMARY KEY, value TEXT)   -- store format
+                     PRAGMA application_id = 0x4E554D41 ("NUMA"): a numasim store
 DIR/.lock            an OS file lock (flock) held by the one numasim writing into DIR; its pid
 DIR/previous-STAMP/  an older store, moved aside by --fresh (never deleted)
 ```
@@ -16,8 +17,12 @@ DIR/previous-STAMP/  an older store, moved aside by --fresh (never deleted)
    the key: a stored run is relabelled with the names of the experiment that reads it.
 2. A rerun looks its keys up, reuses the runs found and computes the rest; a changed spec,
    seed, machine, option or core build changes the key, so nothing stale is ever returned.
-3. Each finished batch is one transaction (``INSERT OR IGNORE`` on the unique key): a kill
-   loses at most the batches in flight, and a run is never stored twice.
+3. Each finished batch is one transaction (on the unique key): a kill loses at most the
+   batches in flight, and a run is never stored twice.
+5. A file is taken for a store only if it is one: the application id above (or, in a store
+   made before it was set, exactly the two tables and the format row) — anything else is
+   refused before anything is written into it. A damaged row (not JSON, not an object, a
+   metric missing) is reported with its key and computed again, its row replaced.
 4. One writer per directory: ``lock`` takes a non-blocking ``flock`` on ``DIR/.lock``; the OS
    releases it when the holder dies, however it dies.
 """
@@ -30,6 +35,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -45,6 +51,9 @@ LEGACY_FILE = "runs.jsonl"
 #: Bumped whenever the store's tables or a run's row (the metrics kept) change.
 STORE_FORMAT = 2
 ROW_FORMAT = 3
+#: SQLite's application id of a numasim store: "NUMA" in ASCII.
+APPLICATION_ID = 0x4E554D41
+_TABLES = {"meta": ["name", "value"], "runs": ["key", "key_json", "row_json"]}
 
 
 @cache
@@ -117,6 +126,9 @@ class Store:
     def open(cls, directory: Path, fresh: bool = False) -> Iterator[Store]:
         """Locks ``directory`` for this process, moves an old store aside when ``fresh``, and
         opens (or creates) the store. Every failure is one InputError line naming the place."""
+        if directory.is_symlink() and not directory.exists():
+            raise InputError(f"{directory}: a symbolic link to {os.readlink(directory)}, "
+                             "which does not exist")  # fmt: skip
         if directory.exists() and not directory.is_dir():
             raise InputError(f"{directory}: is a file, not a results directory")
         with _writable(directory):
@@ -134,23 +146,45 @@ class Store:
             path = directory / STORE_FILE
             try:
                 db = sqlite3.connect(path, isolation_level=None)
+            except sqlite3.Error as e:
+                raise InputError(f"{path}: cannot open the result store: {e}") from None
+            try:
                 db.execute("PRAGMA busy_timeout = 10000")
                 _init(db, path)
             except sqlite3.DatabaseError as e:
-                raise InputError(f"{path}: not a numasim result store: {e}") from None
+                db.close()
+                raise InputError(_store_error(path, e, "open")) from None
+            except BaseException:
+                db.close()
+                raise
             try:
                 yield cls(directory, db)
             finally:
                 db.close()
 
-    def lookup(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The stored rows among ``keys``."""
+    def lookup(
+        self, keys: Iterable[str], required: Iterable[str] = ()
+    ) -> dict[str, dict[str, Any]]:
+        """The stored rows among ``keys``. A row that is not a JSON object holding every
+        ``required`` field is damaged: left out (so it is computed again and replaced), with
+        one warning line on stderr naming the first one's key and the count."""
+        required = tuple(required)
         found: dict[str, dict[str, Any]] = {}
+        damaged: list[tuple[str, str]] = []
         for marks, part in _chunks(keys):
-            for key, row in self.db.execute(
+            for key, text in self.db.execute(
                 f"SELECT key, row_json FROM runs WHERE key IN ({marks})", part
             ):
-                found[key] = json.loads(row)
+                row, problem = _row(text, required)
+                if problem:
+                    damaged.append((key, problem))
+                else:
+                    found[key] = row
+        if damaged:
+            key, problem = damaged[0]
+            more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+            print(f"numasim: warning: {self.path}: run {key[:16]}: {problem}{more}; "
+                  "computing it again", file=sys.stderr)  # fmt: skip
         return found
 
     def stored(self, keys: Iterable[str]) -> set[str]:
@@ -160,13 +194,48 @@ class Store:
                 for (key,) in self.db.execute(query.format(marks), part)}  # fmt: skip
 
     def add(self, runs: list[tuple[str, str, dict[str, Any]]]) -> None:
-        """Stores ``(key, canonical text of the key fields, row)`` triples in one transaction."""
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany(
-                "INSERT OR IGNORE INTO runs (key, key_json, row_json) VALUES (?, ?, ?)",
-                [(k, fields_json, json.dumps(row)) for k, fields_json, row in runs],
-            )
+        """Stores ``(key, canonical text of the key fields, row)`` triples in one transaction;
+        a stored row of the same key (a damaged one ``lookup`` left out) is replaced. A write
+        that fails (a read-only file or directory, a full disk) is one InputError line."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO runs (key, key_json, row_json) VALUES (?, ?, ?)",
+                    [(k, fields_json, json.dumps(row)) for k, fields_json, row in runs],
+                )
+        except sqlite3.DatabaseError as e:
+            raise InputError(_store_error(self.path, e, "write")) from None
+
+
+def _row(text: Any, required: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+    """A stored row and "" , or {} and what is wrong with it."""
+    try:
+        row = json.loads(text)
+    except (TypeError, ValueError):
+        return {}, "its row is not JSON"
+    if not isinstance(row, dict):
+        return {}, f"its row is a JSON {type(row).__name__}, not an object"
+    missing = [k for k in required if k not in row]
+    if missing:
+        return {}, f"its row lacks {', '.join(missing[:3])}"
+    return row, ""
+
+
+def _store_error(path: Path, e: sqlite3.DatabaseError, doing: str) -> str:
+    """One line for an SQLite failure, naming its real cause where the OS can tell it."""
+    text = str(e)
+    if doing == "write" or "readonly" in text or "disk" in text or "unable to open" in text:
+        cause = text
+        if "readonly" in text or "unable to open" in text:
+            if path.exists() and not os.access(path, os.W_OK):
+                cause = "the file is read-only"
+            elif not os.access(path.parent, os.W_OK):
+                cause = f"its directory {path.parent} is read-only"
+        elif "full" in text:
+            cause = "the disk is full"
+        return f"{path}: cannot {doing} the result store: {cause}"
+    return f"{path}: not a numasim result store ({text})"
 
 
 def _chunks(keys: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
@@ -179,18 +248,44 @@ def _chunks(keys: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
 
 
 def _init(db: sqlite3.Connection, path: Path) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, key_json TEXT NOT NULL, "
-        "row_json TEXT NOT NULL)"
-    )
-    db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
-    (stored,) = db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    """Checks that ``db`` is a numasim store (or empty) before anything is written into it,
+    then creates what a new store lacks."""
+    (app_id,) = db.execute("PRAGMA application_id").fetchone()
+    names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    tables = {n: [c[1] for c in db.execute(f"PRAGMA table_info('{n}')")] for n in names}
+    if app_id not in (0, APPLICATION_ID):
+        raise InputError(f"{path}: not a numasim result store (SQLite application id "
+                         f"{app_id:#x}, another program's)")  # fmt: skip
+    if not tables:
+        if app_id == 0:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("CREATE TABLE runs (key TEXT PRIMARY KEY, key_json TEXT NOT NULL, "
+                   "row_json TEXT NOT NULL)")  # fmt: skip
+        db.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
+        return
+    if tables != _TABLES:
+        other = sorted(set(tables) - set(_TABLES))
+        if other:
+            why = f"it holds the table{'s' * (len(other) > 1)} {', '.join(other)}"
+        elif set(tables) != set(_TABLES):
+            why = f"it lacks the table {', '.join(sorted(set(_TABLES) - set(tables)))}"
+        else:
+            name = next(n for n in _TABLES if tables[n] != _TABLES[n])
+            why = f"its {name} table has the columns {', '.join(tables[name])}"
+        raise InputError(f"{path}: not a numasim result store ({why})")
+    row = db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    if row is None:
+        raise InputError(f"{path}: not a numasim result store (no format in its meta table)")
+    (stored,) = row
     if stored != str(STORE_FORMAT):
         raise InputError(
             f"{path}: a result store of format {stored}, this numasim writes format "
             f"{STORE_FORMAT}; run with --fresh to move it aside and start over"
         )
+    if app_id == 0:  # a store made before the application id was set
+        with contextlib.suppress(sqlite3.OperationalError):  # read-only: it still reads
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 @contextlib.contextmanager

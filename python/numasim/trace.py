@@ -24,6 +24,10 @@ def trace_text(
 ) -> str:
     """The trace-event JSON text of a traced run (``run_json``: the engine's result text, as
     ``Result.raw_json`` or a saved run's events.json); ``window`` = (start_ms, end_ms)."""
+    from numasim.sim import _check_type
+
+    _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
+    _check_type("run_json", run_json, str, "numasim.simulate(m, w, trace=True).raw_json")
     start, end = window if window else (None, None)
     return _core.chrome_trace(machine._core, run_json, origin, start, end)
 
