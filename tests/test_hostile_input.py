@@ -158,6 +158,34 @@ CASES = [
         ["m.toml", "field distance_file", "cannot read"],
         False,
     ),
+    (
+        "saved-run-json-link",
+        {"o/run.json": LINK, "o/events.json": "{}"},
+        ["trace", "{d}/o"],
+        ["run.json", "NUL byte"],
+        True,
+    ),
+    (
+        "saved-events-link",
+        {"o/run.json": "{}", "o/events.json": LINK},
+        ["trace", "{d}/o"],
+        ["events.json", "NUL byte"],
+        True,
+    ),
+    (
+        "experiment-machine-dev-zero",
+        {"e.toml": EXPERIMENT.replace('"hp-superdome-4"', '"/dev/zero"')},
+        ["reproduce", "{d}/e.toml"],
+        ["e.toml", "machines", "/dev/zero", "not a regular file"],
+        False,
+    ),
+    (
+        "workload-csv-a-directory",
+        {"w.csv/x": ""},
+        ["run", "--machine", "hp-superdome-4", "--workload", "{d}/w.csv"],
+        ["w.csv", "cannot read"],
+        False,
+    ),
     # --- §3: sizes and counts against their caps ---------------------------------------------
     (
         "table-4097-wide",
@@ -243,6 +271,23 @@ CASES = [
         ["reproduce", "{d}/e.toml", "--out", "{d}/o"],
         ["e.toml", "sweep.n = 1000000000", "'w'"],
         True,
+    ),
+    (
+        "compare-n-too-large",
+        {},
+        [
+            "compare",
+            "--machine",
+            "hp-superdome-4",
+            "--workload",
+            "n=1000000000,kind=cpu",
+            "--policies",
+            "linux26,linux26@flat",
+            "--out",
+            "{d}/o",
+        ],
+        ["--workload: key n", "GB"],
+        False,
     ),
     (
         "speed-fast-1e-300",

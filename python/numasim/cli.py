@@ -58,7 +58,8 @@ def cli() -> None:
     "--cpus-per-node",
     type=click.IntRange(min=1),
     default=None,
-    help="CPUs per node, for a plain distance-table file.",
+    help="CPUs per node (1 … 16384 in all), for a distance table of rows; numactl --hardware "
+    "output lists each node's CPUs itself.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (SPEC §2 shape).")
 @click.option("--sysfs-root", default="/", hidden=True, help="Root of the sysfs tree for 'host'.")
@@ -124,7 +125,8 @@ def topology(
     "--cpus-per-node",
     type=click.IntRange(min=1),
     default=None,
-    help="CPUs per node, for a plain distance-table file (presets and machine files fix it).",
+    help="CPUs per node (1 … 16384 in all), for a distance table of rows (presets, machine "
+    "files and numactl --hardware output fix it).",
 )
 @click.option(
     "--assume",
@@ -727,7 +729,7 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
          "workload": [{"name": "w", "spec": ",".join(p for p in parts if not p.startswith("n="))}],
          "sweep": {"n": [n]}, "baseline": variants[0], "policies": variants[1:],
          "replications": 1, "confidence": confidence or 0.95, "seed": seed},
-        "--policies/--workload",
+        ex.COMPARE,
     )  # fmt: skip
     exp.replications = replications or 30
     ex.check_budget(exp, "--replications")

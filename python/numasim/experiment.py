@@ -813,10 +813,14 @@ def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
                 m._core, f"n=1,{w.spec}", 0, f"{exp.origin}: workload '{w.name}'"
             )
             n = max(exp.ns)
-            _core.Workload.generate(
-                m._core, f"n={n},{w.spec}", 0, f"{exp.origin}: sweep.n = {n}, workload '{w.name}'"
-            )
+            # `compare` has no file: its n comes from --workload, which the core's "key n" names.
+            where = (f"{exp.origin}: sweep.n = {n}, workload '{w.name}'" if exp.origin != COMPARE
+                     else "--workload")  # fmt: skip
+            _core.Workload.generate(m._core, f"n={n},{w.spec}", 0, where)
 
+
+#: The origin of the experiment `numasim compare` builds from its options.
+COMPARE = "--policies/--workload"
 
 #: The most runs one experiment makes (replications × cells × variants): a million rows of
 #: metrics are about a gigabyte in memory, and weeks of one core's time at the shipped sizes.
