@@ -205,7 +205,9 @@ def parse_variant(origin: str, text: str) -> Variant:
 def load(name_or_path: str | Path) -> Experiment:
     """A shipped experiment by name, or an experiment file."""
     path = Path(name_or_path)
-    if not path.exists():  # a device or a directory is read, and refused, as what it is
+    # A device or a pipe is read, and refused as what it is; a directory may share the name of a
+    # shipped experiment (its results, `--out NAME`).
+    if not path.exists() or path.is_dir():
         shipped = experiments_dir() / f"{name_or_path}.toml"
         if not shipped.is_file():
             known = ", ".join(p.stem for p in sorted(experiments_dir().glob("*.toml")))

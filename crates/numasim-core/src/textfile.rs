@@ -73,7 +73,7 @@ pub fn read_text(origin: &str, path: &Path, what: &str, max_bytes: u64) -> Resul
 
 /// `bytes` in MiB when it is a whole number of them, else in bytes.
 fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

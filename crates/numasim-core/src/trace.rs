@@ -96,7 +96,10 @@ impl RunEvents {
             processes,
             trace: r.trace.clone(),
             trace_events: r.trace_events.clone(),
-            summary: None,
+            summary: Some(MachineShape {
+                utilisation_per_cpu: r.summary.utilisation_per_cpu.clone(),
+                mals: r.summary.mals.clone(),
+            }),
         }
     }
 

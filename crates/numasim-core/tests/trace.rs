@@ -164,9 +164,18 @@ fn a_saved_run_gives_the_same_trace() {
         err.to_string(),
         "run.json: missing field `trace` at line 1 column 17"
     );
-    // Events that do not fit the machine are refused, not indexed out of bounds.
+    // Events that do not fit the machine are refused, not indexed out of bounds: first by the
+    // machine's shape the run's summary names, then (a run without one) CPU by CPU.
     let on_one_cpu = testutils::machine(&testutils::two_level_table(1, 20), 1);
     let err = RunEvents::from_json("run.json", &saved, &on_one_cpu).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "run.json: the run was made on a machine of 2 CPUs with memory access levels [10], not \
+         on test (1 CPUs, levels [10]): give the machine it ran on"
+    );
+    let mut unnamed: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    unnamed.as_object_mut().unwrap().remove("summary");
+    let err = RunEvents::from_json("run.json", &unnamed.to_string(), &on_one_cpu).unwrap_err();
     assert_eq!(
         err.to_string(),
         "run.json: field trace, entry 0: CPU 1, but the machine has 1 CPUs"

@@ -126,7 +126,7 @@ impl Generator {
             let mut size = 1usize;
             for g in group_sizes {
                 size = size.saturating_mul(*g);
-                if n % size != 0 {
+                if !n.is_multiple_of(size) {
                     return Err(field_error(&format!(
                         "group_sizes {group_sizes:?} make groups of {size} nodes, which do not \
                          divide the {n} nodes"
