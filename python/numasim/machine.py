@@ -152,11 +152,11 @@ class Machine:
                 f"name must be a str (e.g. 'mehta-m1'), not {type(name).__name__} {name!r}"
             )
         path = _preset_dir() / f"{name}.toml"
-        if "/" in name or "\0" in name or name.startswith("."):
-            path = _preset_dir() / "\0"  # not a preset name: no path outside the presets
-        if "\0" in str(path) or not path.is_file():
+        # A name with a slash or a leading dot is no preset: no file outside the presets is read.
+        if "/" in name or name.startswith(".") or not path.is_file():
             known = ", ".join(p.path.stem for p in presets())
-            raise InputError(f"{name}: unknown machine preset; known presets: {known}")
+            shown = name if name.isprintable() else repr(name)
+            raise InputError(f"{shown}: unknown machine preset; known presets: {known}")
         return cls(_core.Machine.from_toml_file(str(path)))
 
     @classmethod
