@@ -21,12 +21,12 @@ def _file(tmp_path, text, reps=6):
     return path
 
 
-LINUX = {"memory": "first-run", "slice": "wall", "wake": "previous"}
-PAPER = {"memory": "parent", "slice": "work", "wake": "idlest"}
+LINUX = {"memory": "first-run", "slice": "wall", "wake": "previous", "exec": "cpu"}
+PAPER = {"memory": "parent", "slice": "work", "wake": "idlest", "exec": "cpu"}
 
 
 def test_the_registry_has_two_profiles_and_a_source_for_every_value(run):
-    assert a.names() == ["memory", "slice", "wake"]
+    assert a.names() == ["memory", "slice", "wake", "exec"]
     assert a.resolve("linux") == LINUX
     assert a.resolve("paper") == PAPER
     assert a.resolve(None) == LINUX  # the default: numasim's behaviour before issue 13
@@ -79,7 +79,8 @@ def test_run_prints_its_assumptions_and_refuses_unknown_ones(run, tmp_path):
     r = run("run", "--machine", "mehta-m3", "--workload", "n=20,kind=cpu", "--assume", "paper",
             "--out", tmp_path / "saved")  # fmt: skip
     assert r.code == 0, r.err
-    assert "assumptions: memory=parent, slice=work, wake=idlest (the paper profile)" in r.out
+    paper = "assumptions: memory=parent, slice=work, wake=idlest, exec=cpu (the paper profile)"
+    assert paper in r.out
     saved = json.loads((tmp_path / "saved" / "run.json").read_text())
     assert saved["assumptions"] == PAPER
     r = run("trace", tmp_path / "saved", "--report", tmp_path / "r.html", "-o", tmp_path / "t.json")
@@ -98,10 +99,11 @@ def test_stored_runs_are_keyed_by_their_assumptions(run, tmp_path):
     path = tiny(tmp_path, reps=2)
     r = run("reproduce", path, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
-    assert "assumptions: memory=first-run, slice=wall, wake=previous (the linux profile)" in r.out
+    linux = "memory=first-run, slice=wall, wake=previous, exec=cpu (the linux profile)"
+    assert f"assumptions: {linux}" in r.out
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "slice=work")
     assert "computed 12, reused 0 of 12 runs" in r.out
-    assert "assumptions: memory=first-run, slice=work, wake=previous\n" in r.out
+    assert "assumptions: memory=first-run, slice=work, wake=previous, exec=cpu\n" in r.out
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "linux")
     assert "resumed 12 of 12 runs" in r.out
     with sqlite3.connect(out / "results.sqlite") as db:

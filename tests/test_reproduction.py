@@ -75,14 +75,17 @@ def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduc
     path, out, _ = reproduced
     p = reproduction.plan(ex.load(path))
     # The file runs the linux profile with memory=parent (the paper's value): only slice and
-    # wake differ from the paper profile.
+    # wake differ from the paper profile; exec, which both profiles read alike, is flipped to
+    # its other value; of the open choices only origin-aware's si applies (an IO workload with
+    # uniform arrivals: neither m nor the random window).
     assert (p.current, p.other) == ("linux", "paper")
-    assert [(f.name, f.value, f.flipped) for f in p.flips] == [
-        ("slice", "wall", "work"), ("wake", "previous", "idlest")]  # fmt: skip
+    assert [(f.name, f.value, f.flipped, f.choice) for f in p.flips] == [
+        ("slice", "wall", "work", False), ("wake", "previous", "idlest", False),
+        ("exec", "cpu", "total", False), ("si", "queued", "all", True)]  # fmt: skip
     assert p.kept == [("memory", "parent")]
     rows = pd.read_csv(out / "ablation.csv")
-    assert sorted(set(rows.assumption)) == ["slice", "wake"]
-    assert len(rows) == 2 * 3  # two flips × three n × one policy
+    assert sorted(set(rows.assumption)) == ["exec", "si", "slice", "wake"]
+    assert len(rows) == 4 * 3  # four flips × three n × one policy
     for ext in ("png", "svg"):
         assert (out / "figures" / f"tiny-repro-ablation-hp-superdome-4-io.{ext}").stat().st_size
 
@@ -98,19 +101,22 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
         tat[(setting, k["n"], k["replication"])][k["policy"]] = json.loads(row_json)["mean_tat_ms"]
     db.close()
 
-    def gain(setting: str, n: int) -> float:
-        g = [(r["linux26"] - r["origin-aware"]) / r["linux26"] * 100
+    def gain(setting: str, n: int, policy: str = "origin-aware") -> float:
+        g = [(r["linux26"] - r[policy]) / r["linux26"] * 100
              for (s, nn, _), r in tat.items() if s == setting and nn == n]  # fmt: skip
         assert len(g) == 3
         return float(np.mean(g))
 
-    base = "memory=parent,slice=wall,wake=previous"
-    flips = {"slice": "memory=parent,slice=work,wake=previous",
-             "wake": "memory=parent,slice=wall,wake=idlest"}  # fmt: skip
-    assert {s for s, _, _ in tat} == {base, *flips.values()}
+    base = "exec=cpu,memory=parent,slice=wall,wake=previous"
+    flips = {"slice": ("exec=cpu,memory=parent,slice=work,wake=previous", "origin-aware"),
+             "wake": ("exec=cpu,memory=parent,slice=wall,wake=idlest", "origin-aware"),
+             "exec": ("exec=total,memory=parent,slice=wall,wake=previous", "origin-aware"),
+             "si": (base, "origin-aware:si=all")}  # fmt: skip
+    assert {s for s, _, _ in tat} == {base, *(s for s, _ in flips.values())}
     rows = pd.read_csv(out / "ablation.csv")
     for r in rows.itertuples():
-        expected = gain(flips[r.assumption], r.n) - gain(base, r.n)
+        setting, policy = flips[r.assumption]
+        expected = gain(setting, r.n, policy) - gain(base, r.n)
         assert r.delta_pp == pytest.approx(expected, abs=1e-9)
         assert r.delta_pp == pytest.approx(r.flipped_gain_pct - r.gain_pct, abs=1e-12)
         assert r.delta_ci_low <= r.delta_pp <= r.delta_ci_high
@@ -120,9 +126,14 @@ def test_a_rerun_reuses_every_run_of_the_ablation(reproduced, run):
     path, out, _ = reproduced
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate")
     assert r.code == 0, r.err
-    assert "ablation: computed 0, reused 36 runs" in r.out  # 2 flips × 3 n × 3 reps × 2
+    assert "ablation: computed 0, reused 72 runs" in r.out  # 4 flips × 3 n × 3 reps × 2
     assert "not flipped (already the paper value): memory=parent" in r.out
-    assert re.search(r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp$", r.out, re.M), r.out
+    assert re.search(
+        r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp\s+exec=total\s+Δ pp"
+        r"\s+si=all\s+Δ pp$",
+        r.out,
+        re.M,
+    ), r.out
 
 
 def _gains(gain_by_n: dict[int, float], half: float = 0.5) -> pd.DataFrame:
@@ -217,5 +228,5 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate", "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert len(data["rows"]) == 3 and len(data["ablation"]) == 6
-    assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake"}
+    assert len(data["rows"]) == 3 and len(data["ablation"]) == 12
+    assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake", "exec", "si"}

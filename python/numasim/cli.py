@@ -805,8 +805,13 @@ def list_apps(sources: str | None, as_json: bool) -> None:
 
 @list_.command(name="assumptions")
 def list_assumptions() -> None:
-    """Modelling assumptions: each one's values, the profiles' values and their sources."""
+    """Modelling assumptions: each one's values, the profiles' values and their sources; then
+    the open choices the ablation tries."""
+    from numasim import choices
+
     click.echo(assumptions_listing())
+    click.echo("")
+    click.echo(choices.listing())
 
 
 @list_.command(name="builders")

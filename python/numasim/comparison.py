@@ -285,7 +285,7 @@ def ablation_text(exp: Experiment, a: Any, confidence: float) -> str:
 
 def ablation_verdicts(exp: Experiment, a: Any, confidence: float) -> list[list[str]]:
     """Rows: per claim (and machine), its verdict as run and under each flip."""
-    settings = [("as run", a.base_runs)] + [(f.label, a.runs[f.name]) for f in a.plan.flips]
+    settings = [("as run", a.base_runs)] + [(f.label, a.runs[f.label]) for f in a.plan.flips]
     verdicts = {label: claims.evaluate_all(exp, runs, confidence) for label, runs in settings}
     rows = [["claim", *(label for label, _ in settings)]]
     for j, r in enumerate(verdicts["as run"]):

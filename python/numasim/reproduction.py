@@ -7,7 +7,9 @@ experiment, setting S (its profile, the file's values, --assume)
   ├─ runs under S                          ─┐
   ├─ runs under S,memory=OTHER  (one flip)  │ one store, OUT/results.sqlite: every run is keyed
   ├─ runs under S,slice=OTHER               │ by its resolved assumptions, so the settings never
-  └─ runs under S,wake=OTHER               ─┘ mix and a rerun reuses them all
+  ├─ runs under S,wake=OTHER                │ mix and a rerun reuses them all
+  ├─ runs under S,exec=OTHER                │
+  └─ runs with one open choice set         ─┘ (m, random-window, place, si: choices.py)
         │ stats.gains per setting
         ▼
   ablation rows (machine, workload, n, policy, assumption, gain under S, gain flipped, Δ pp)
@@ -22,7 +24,11 @@ Ablation, one factor at a time:
    experiment's own profile; the other profile is the other of ``PROFILES``.
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
-   value under S is already the other profile's is listed as not flipped.
+   value under S is already the other profile's is listed as not flipped. An assumption both
+   profiles give the same value (``exec``) is flipped to each of its other values.
+   2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,
+   capability-aware's ``place``, origin-aware's ``si``) that applies to the experiment is set
+   to each of its alternatives, alone.
 3. Each copy runs through ``experiment.execute`` into the same directory. Replication seeds do
    not depend on the assumptions, so a flipped run of replication r simulates the same workload
    as the unflipped one.
@@ -61,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from numasim import assumptions as assume
-from numasim import report, run_report, stats
+from numasim import choices, report, run_report, stats
 from numasim.experiment import METRIC_LABELS, Experiment, execute
 from numasim.names import file_stem
 
@@ -76,11 +82,13 @@ TREND_MIN_POINTS = 3
 @dataclass(frozen=True)
 class Flip:
     """One assumption flipped from its value under the experiment's setting to the other
-    profile's value."""
+    profile's value, or one open choice (``choices.py``) set to one of its alternatives
+    (``choice`` true)."""
 
     name: str
     value: str
     flipped: str
+    choice: bool = False
 
     @property
     def label(self) -> str:
@@ -99,25 +107,41 @@ class Plan:
 
 
 def plan(exp: Experiment) -> Plan:
-    """Steps 1–2 of the ablation: the flips of ``exp`` under its setting."""
+    """Steps 1–2 of the ablation: the flips of ``exp`` under its setting, then every
+    alternative of every open choice that applies to it (step 2b)."""
     resolved = exp.assumptions
     current = assume.profile_of(resolved) or exp.profile
     other = next(p for p in assume.PROFILES if p != current)
     flips, kept = [], []
     for name, value in resolved.items():
-        target = assume.entry(name)[other]["value"]
-        if value == target:
+        e = assume.entry(name)
+        target = e[other]["value"]
+        if e[current]["value"] == target:
+            # Not a difference of the profiles (both read it alike): every other value.
+            flips += [Flip(name, value, v) for v in e["values"] if v != value]
+        elif value == target:
             kept.append((name, value))
         else:
             flips.append(Flip(name, value, target))
+    for c in choices.registry():
+        now = choices.current(c, exp)
+        flips += [Flip(c.name, now, alt, choice=True) for alt in choices.alternatives(c, exp)]
     return Plan(current, other, flips, kept)
 
 
 def flipped(exp: Experiment, flip: Flip) -> Experiment:
-    """A copy of ``exp`` with one assumption flipped (appended to its ``assume``)."""
+    """A copy of ``exp`` with one assumption flipped (appended to its ``assume``), or one open
+    choice set."""
+    if flip.choice:
+        return choices.apply(choices.entry(flip.name), flip.flipped, exp)
     out = copy.copy(exp)
     out.assume = ",".join(t for t in (exp.assume, flip.label) if t)
     return out
+
+
+def rows_of(rows: pd.DataFrame, f: Flip) -> pd.DataFrame:
+    """The ablation rows of one flip (a choice may have several alternatives)."""
+    return rows[(rows.assumption == f.name) & (rows.flipped_value == f.flipped)]
 
 
 @dataclass
@@ -164,9 +188,9 @@ def ablate(
         outcome = execute(fexp, out, jobs=jobs, cluster=cluster,
                           on_progress=on_progress(f.label) if on_progress else None)  # fmt: skip
         computed, reused = computed + outcome.computed, reused + outcome.reused
-        runs = flipped_runs[f.name] = outcome.runs
+        runs = flipped_runs[f.label] = outcome.runs
         g = stats.gains(runs, fexp, confidence, metric)
-        gains[f.name] = g
+        gains[f.label] = g
         per_rep = _per_replication(runs, fexp, metric)
         fg = g.set_index(["machine", "workload", "n", "policy"])
         for b in base.itertuples():
@@ -224,7 +248,8 @@ def table_text(exp: Experiment, a: Ablation) -> str:
     noun = "gain" if exp.metric.endswith("_ms") else "reduction"
     lines = [
         f"{exp.name}: ablation, one assumption at a time from the {p.current} values to the "
-        f"{p.other} values",
+        f"{p.other} values"
+        + (", then each open choice's alternatives" if any(f.choice for f in p.flips) else ""),
         assume.describe(exp.assumptions),
         f"{noun} % of each policy vs {exp.baseline.label} ({METRIC_LABELS[exp.metric]}), "
         f"± half-width of the {report.confidence_text(a.confidence)} t-interval; Δ pp = "
@@ -248,7 +273,7 @@ def table_text(exp: Experiment, a: Ablation) -> str:
             first = cell.iloc[0]
             row = [str(n), _gain(first.gain_pct, first.gain_ci_low, first.gain_ci_high)]
             for f in p.flips:
-                r = cell[cell.assumption == f.name].iloc[0]
+                r = rows_of(cell, f).iloc[0]
                 row += [_gain(r.flipped_gain_pct, r.flipped_gain_ci_low, r.flipped_gain_ci_high),
                         _delta(r.delta_pp, r.delta_ci_low, r.delta_ci_high)]  # fmt: skip
             out.append(row)
@@ -262,7 +287,7 @@ def effects(a: Ablation) -> pd.DataFrame:
     cells whose Δ interval excludes 0 — which assumption carries the result."""
     out = []
     for f in a.plan.flips:
-        r = a.rows[a.rows.assumption == f.name]
+        r = rows_of(a.rows, f)
         # Strictly opposite signs: a gain that becomes 0.00 has not changed sign.
         flips_sign = (r.gain_pct.round(2) * r.flipped_gain_pct.round(2) < 0).sum()
         clear = ((r.delta_ci_low > 0) | (r.delta_ci_high < 0)).sum()
@@ -313,7 +338,8 @@ def ablation_caption(exp: Experiment, a: Ablation) -> str:
     reps = report._replications_text(a.base["replications"]) if len(a.base) else "0"
     p = a.plan
     return (f"error bars: {report.confidence_text(a.confidence)} t-interval, {reps} paired "
-            f"replications; each other curve flips one assumption to its {p.other} value\n"
+            f"replications; each other curve flips one assumption to its {p.other} value "
+            f"or sets one open choice\n"
             + assume.describe(exp.assumptions))  # fmt: skip
 
 
@@ -328,7 +354,7 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
     ns = sorted(exp.ns)
     span = (ns[-1] - ns[0]) or 1
     series = [("as run (" + setting_text(exp) + ")", a.base, None)]
-    series += [(f.label, a.gains[f.name], f) for f in a.plan.flips]
+    series += [(f.label, a.gains[f.label], f) for f in a.plan.flips]
     k = len(series)
     panels_n = len(exp.policies)
     fig = plt.figure(figsize=(max(7.5, 5.5 * panels_n), 4.6 + report.CAPTION_IN),
@@ -562,7 +588,7 @@ def ablation_reading(exp: Experiment, a: Ablation) -> list[str]:
     if ref is not None and ref.rows:
         base = versus(exp, a.base).diff_pp.abs().mean()
         for f in a.plan.flips:
-            after = versus(exp, a.gains[f.name]).diff_pp.abs().mean()
+            after = versus(exp, a.gains[f.label]).diff_pp.abs().mean()
             word = ("nearer to" if after < base else "further from" if after > base
                     else "as far from")  # fmt: skip
             out.append(f"With {f.label}, numasim is {word} the published gains: mean "
@@ -708,7 +734,9 @@ def _ablation_section(exp: Experiment, a: Ablation, figures: list[Path]) -> list
     p = a.plan
     parts = ["<h2>Ablation: which assumption carries the result</h2>",
              f"<p>One assumption at a time, from its {esc(p.current)} value to its "
-             f"{esc(p.other)} value; everything else as run. Δ = gain with the flip − gain as run "
+             f"{esc(p.other)} value, then each open choice (numbers and options the papers "
+             f"leave open: <code>numasim list assumptions</code>) set to each alternative; "
+             f"everything else as run. Δ = gain with the flip − gain as run "
              "(pp, paired interval).</p>"]  # fmt: skip
     if p.kept:
         kept = ", ".join(f"{n}={v}" for n, v in p.kept)
@@ -734,7 +762,7 @@ def _ablation_section(exp: Experiment, a: Ablation, figures: list[Path]) -> list
             first = cell.iloc[0]
             row = [n, _gain(first.gain_pct, first.gain_ci_low, first.gain_ci_high)]
             for f in p.flips:
-                r = cell[cell.assumption == f.name].iloc[0]
+                r = rows_of(cell, f).iloc[0]
                 row += [_gain(r.flipped_gain_pct, r.flipped_gain_ci_low, r.flipped_gain_ci_high),
                         _delta(r.delta_pp, r.delta_ci_low, r.delta_ci_high)]  # fmt: skip
             rows.append(row)

@@ -8,7 +8,8 @@
 //!   profiles: linux (the kernel), paper (the papers' text)
 //!   memory  = first-run | parent      where a process's pages and origin are
 //!   slice   = wall | work             whether balancing stalls use up the running slice
-//!   wake    = previous | idlest           where the Linux baseline wakes a process
+//!   wake    = previous | idlest       where the Linux baseline wakes a process
+//!   exec    = cpu | total             what an IO-bound process's execution time measures
 //! ```
 //!
 //! 1. Start from the `linux` profile (numasim's behaviour before assumptions were named).
@@ -60,7 +61,7 @@ pub type OrderedMap = serde_json::Map<String, serde_json::Value>;
 pub const PROFILES: [&str; 2] = ["linux", "paper"];
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 3] = ["memory", "slice", "wake"];
+pub const NAMES: [&str; 4] = ["memory", "slice", "wake", "exec"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -115,12 +116,23 @@ pub enum Wake {
     Idlest,
 }
 
+/// What an IO-bound process's execution time (`demand_ns`, the workload's `exec`) measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exec {
+    /// Its CPU demand: the IO waits come on top of it.
+    #[default]
+    Cpu,
+    /// Its time alone (speed 1, local memory): CPU bursts and IO waits together.
+    Total,
+}
+
 /// A full, resolved set of modelling assumptions. `Default` is the `linux` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Assumptions {
     pub memory: Memory,
     pub slice: SliceCharge,
     pub wake: Wake,
+    pub exec: Exec,
 }
 
 impl Assumptions {
@@ -206,6 +218,13 @@ impl Assumptions {
                     _ => return Err(bad()),
                 }
             }
+            "exec" => {
+                self.exec = match value {
+                    "cpu" => Exec::Cpu,
+                    "total" => Exec::Total,
+                    _ => return Err(bad()),
+                }
+            }
             _ => unreachable!("every registry entry has a field (tested)"),
         }
         Ok(())
@@ -225,6 +244,10 @@ impl Assumptions {
             "wake" => match self.wake {
                 Wake::Previous => "previous",
                 Wake::Idlest => "idlest",
+            },
+            "exec" => match self.exec {
+                Exec::Cpu => "cpu",
+                Exec::Total => "total",
             },
             _ => panic!("unknown assumption {name}"),
         }
@@ -293,7 +316,11 @@ mod tests {
         assert_eq!(paper.profile(), Some("paper"));
         assert_eq!(linux.profile(), Some("linux"));
         assert_eq!(paper.wake, Wake::Idlest);
-        assert_eq!(paper.setting(), "memory=parent,slice=work,wake=idlest");
+        assert_eq!(paper.exec, Exec::Cpu);
+        assert_eq!(
+            paper.setting(),
+            "memory=parent,slice=work,wake=idlest,exec=cpu"
+        );
     }
 
     #[test]
@@ -314,7 +341,11 @@ mod tests {
         );
         assert_eq!(
             err("colour=red"),
-            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake"
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec"
+        );
+        assert_eq!(
+            err("exec=wall"),
+            "--assume: assumption exec: unknown value 'wall'; choose one of cpu, total"
         );
         assert!(err("kernel").starts_with("--assume: unknown profile or assumption 'kernel'"));
         assert_eq!(

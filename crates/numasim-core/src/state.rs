@@ -119,6 +119,9 @@ pub(crate) struct ProcState {
     pub(crate) remaining: f64,
     pub(crate) burst_left: f64,
     pub(crate) rng: Pcg64,
+    /// Under `exec = total`, the length of the IO wait that reaches the end of its time alone
+    /// (cut there, before a 1 ns exit burst); 0 when it has none (`crate::engine::total_time`).
+    pub(crate) final_wait_ns: u64,
     pub(crate) slice_left_ns: u64,
     pub(crate) last_ran_ns: Option<u64>,
     pub(crate) refill_pending_ns: u64,

@@ -821,3 +821,125 @@ fn a_kicked_cpu_balances_others_on_their_behalf_one_after_another() {
     assert_eq!(r.summary.balance.idle_per_cpu, vec![0, 0, 1, 1]);
     assert_eq!(r.summary.balance.cost_ms, 0.02);
 }
+
+/// `assume` without balancing costs; event times are whole ns, rounded up, so each burst may end
+/// up to 1 ns late (the tolerances below: 100 ns).
+fn free(assume: &str) -> EngineConfig {
+    EngineConfig {
+        assumptions: numasim_core::assumptions::Assumptions::parse("test", assume).unwrap(),
+        ..free_balancing()
+    }
+}
+
+/// The bursts and waits an IO-bound process draws from its own generator, in the engine's
+/// order (burst, wait, burst, …): the `n` first of each, in ns.
+fn draws(p: &Process, n: usize) -> (Vec<f64>, Vec<f64>) {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Exp};
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(p.seed);
+    let burst = Exp::new(1.0 / p.burst_mean_ns as f64).unwrap();
+    let wait = Exp::new(1.0 / p.wait_mean_ns as f64).unwrap();
+    let (mut bs, mut ws) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        bs.push(burst.sample(&mut rng).max(1.0));
+        ws.push((wait.sample(&mut rng).round() as u64).max(1) as f64);
+    }
+    (bs, ws)
+}
+
+#[test]
+fn exec_total_makes_an_io_process_alone_finish_in_its_execution_time() {
+    // One CPU, one IO-bound process of exec 200 ms (bursts 10 ms, waits 20 ms, m = 0: its rate
+    // is 1 wherever its pages are).
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let mut p = testutils::process(0, Kind::Io, 200);
+    p.mem = 0.0;
+    p.seed = 3;
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![p.clone()],
+    };
+    let (bs, ws) = draws(&p, 200);
+    let run = |assume: &str| simulate(&m, Builder::Flat, &w, &free(assume)).processes[0].clone();
+    // cpu: bursts until 200 ms of work are done, every wait between them on top.
+    let (mut work, mut k) = (0.0, 0);
+    while work + bs[k] < 200e6 {
+        work += bs[k];
+        k += 1;
+    }
+    let waits: f64 = ws[..k].iter().sum();
+    let r = run("exec=cpu");
+    assert!((r.cpu_ms - 200.0).abs() < 1e-4, "{}", r.cpu_ms);
+    assert!((r.io_wait_ms - waits / 1e6).abs() < 1e-4);
+    assert!((r.turnaround_ms - (200.0 + waits / 1e6)).abs() < 1e-4);
+    assert!(
+        r.turnaround_ms > 250.0,
+        "waits of 20 ms between 10 ms bursts"
+    );
+    // total: bursts and waits alternate until their sum reaches 200 ms; it finishes in 200 ms,
+    // and its CPU time is the bursts that fit.
+    let (mut t, mut cpu, mut i) = (0.0, 0.0, 0);
+    loop {
+        let b = bs[i].min(200e6 - t);
+        t += b;
+        cpu += b;
+        if 200e6 - t <= 1e-3 {
+            break;
+        }
+        if t + ws[i] + 1.0 > 200e6 {
+            cpu += 1.0; // the cut last wait, then a 1 ns exit burst
+            break;
+        }
+        t += ws[i];
+        i += 1;
+    }
+    let r = run("exec=total");
+    assert!(
+        (r.turnaround_ms - 200.0).abs() <= 1e-4,
+        "{}",
+        r.turnaround_ms
+    );
+    assert!((r.cpu_ms - cpu / 1e6).abs() < 1e-4, "{} {}", r.cpu_ms, cpu);
+    assert!((r.cpu_ms + r.io_wait_ms - 200.0).abs() <= 1e-4);
+    assert!(r.cpu_ms < 100.0, "about a third of 200 ms is CPU");
+    // A CPU-bound process reads the same under both.
+    let c = Workload {
+        apps: Vec::new(),
+        processes: vec![testutils::process(0, Kind::Cpu, 200)],
+    };
+    for assume in ["exec=cpu", "exec=total"] {
+        let r = simulate(&m, Builder::Flat, &c, &free(assume));
+        assert_eq!(r.processes[0].turnaround_ms, 200.0);
+    }
+}
+
+#[test]
+fn exec_total_cuts_a_wait_that_outlasts_the_execution_time() {
+    // Waits of 1 s mean after bursts of 10 ms mean, exec 50 ms (Corrêa's IO time against a
+    // short execution): under total the first wait is cut at 50 ms less the 1 ns exit burst.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let mut p = testutils::process(0, Kind::Io, 50);
+    p.mem = 0.0;
+    p.seed = 1;
+    p.wait_mean_ns = 1_000_000_000;
+    let (bs, ws) = draws(&p, 1);
+    assert!(
+        bs[0] < 50e6 && bs[0] + ws[0] > 50e6,
+        "seed 1 draws a short burst, a long wait"
+    );
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![p],
+    };
+    let r = simulate(&m, Builder::Flat, &w, &free("exec=total")).processes[0].clone();
+    assert!(
+        (r.turnaround_ms - 50.0).abs() <= 1e-4,
+        "{}",
+        r.turnaround_ms
+    );
+    assert!((r.cpu_ms - (bs[0] + 1.0) / 1e6).abs() < 1e-4);
+    // Under cpu the same process runs 50 ms of bursts with a wait of ~1 s after each.
+    let r = simulate(&m, Builder::Flat, &w, &free("exec=cpu")).processes[0].clone();
+    assert!((r.cpu_ms - 50.0).abs() < 1e-4);
+    assert!(r.turnaround_ms > 50.0 + ws[0] / 1e6);
+}

@@ -249,3 +249,49 @@ fn ri_lb_takes_own_cpu_then_own_node_then_nearest_origins() {
     let b = plain.balance(&v, 0, 0, BalanceKind::NewIdle).unwrap();
     assert_eq!(moved(&b), vec![8, 7, 6, 5]);
 }
+
+#[test]
+fn si_all_also_sends_the_running_process_home() {
+    use MigrationKind::Push;
+    // P0 (N0) runs p0, created on P10 (N5, at 60 from N0), and queues p1, created on P0. Every
+    // other CPU is empty. Algorithm 1 step 4 takes the off-node processes that "presently exist
+    // in its runqueue": with si=queued there is none (p1 is home); with si=all the running p0
+    // is one, and P10 holds 0 < 2: p0 is pushed home, its CPU taking p1.
+    let s = m1();
+    let mut sc = s.scene();
+    sc.put(0, 0, 10, 0);
+    sc.put(1, 0, 0, 0);
+    sc.at(1_000_000_000);
+    let with = |si_running| {
+        origin_aware(
+            &s,
+            Options {
+                si_running,
+                ..Options::default()
+            },
+        )
+    };
+    let queued = with(false).si_lb(&sc.view(), 0);
+    assert!(queued.moves.is_empty());
+    assert_eq!(queued.tasks_examined, 1);
+    let all = with(true).si_lb(&sc.view(), 0);
+    assert_eq!(all.moves, vec![mv(0, 0, 10, Push)]);
+    assert_eq!((all.tasks_examined, all.rqs_examined, all.locks), (2, 2, 2));
+    let (received, rejected) = sc.apply(0, 5, all);
+    assert_eq!((received, rejected), (vec![10], 0));
+    assert_eq!(sc.runqueue(10), vec![0]);
+    assert_eq!(sc.runqueue(0), vec![1]);
+}
+
+#[test]
+fn the_si_option_is_parsed_and_checked() {
+    let o = Options::parse("--policy", &[("si", "all")]).unwrap();
+    assert!(o.si_running);
+    assert!(!Options::default().si_running);
+    assert_eq!(
+        Options::parse("--policy", &[("si", "running")])
+            .unwrap_err()
+            .to_string(),
+        "--policy: origin-aware option 'si' must be queued or all, not 'running'"
+    );
+}

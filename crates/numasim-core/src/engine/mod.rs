@@ -62,7 +62,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64;
 
-use crate::assumptions::{Memory, SliceCharge};
+use crate::assumptions::{Exec, Memory, SliceCharge};
 use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
@@ -855,16 +855,28 @@ impl<'a> State<'a> {
             g.app = Some(i);
             g.sync = SyncPoints::new(app.points);
         }
+        let total = config.assumptions.exec == Exec::Total;
         let procs = workload
             .processes
             .iter()
-            .map(|p| ProcState {
+            .map(|p| {
+                let rng = Pcg64::seed_from_u64(p.seed);
+                let (remaining, final_wait_ns) =
+                    if total && p.kind == Kind::Io && groups[p.tgid as usize].app.is_none() {
+                        total_time(p, &rng)
+                    } else {
+                        (p.demand_ns as f64, 0)
+                    };
+                (p, rng, remaining, final_wait_ns)
+            })
+            .map(|(p, rng, remaining, final_wait_ns)| ProcState {
                 state: PState::Pending,
                 cpu: p.spawn_cpu as usize,
                 origin_cpu: None,
-                remaining: p.demand_ns as f64,
+                remaining,
                 burst_left: 0.0,
-                rng: Pcg64::seed_from_u64(p.seed),
+                rng,
+                final_wait_ns,
                 slice_left_ns: config.timeslice_ns,
                 last_ran_ns: None,
                 refill_pending_ns: 0,
@@ -1141,6 +1153,45 @@ fn next_burst(s: &mut State<'_>, pid: Pid) {
     };
 }
 
+/// The exit burst of an IO-bound process whose time alone ends in an IO wait (`exec = total`):
+/// a process exits on a CPU.
+const EXIT_BURST_NS: f64 = 1.0;
+
+/// `exec = total` for IO-bound process `w`: its CPU demand and the length of its cut last wait
+/// (0 if none), such that alone — speed 1, local memory, never waiting for a CPU — it finishes
+/// `demand_ns` after it arrives. The bursts and waits are the ones the engine will draw from
+/// the process's own generator (`rng`, cloned: the same draws in the same order as
+/// [`next_burst`] and the IO wait of a stopped burst):
+///
+/// 1. t = 0; draw a burst as [`next_burst`] does, cut at the time left (demand − t); t += it.
+/// 2. Nothing left: the demand is the bursts so far.
+/// 3. Else draw the wait (whole ns, ≥ 1). If it and a 1 ns exit burst fit in the time left,
+///    t += it and go to 1; else the wait is cut to the time left minus the exit burst (≥ 1 ns),
+///    and the demand is the bursts so far plus the exit burst.
+pub(crate) fn total_time(w: &crate::workload::Process, rng: &Pcg64) -> (f64, u64) {
+    let mut rng = rng.clone();
+    let end = w.demand_ns as f64;
+    let burst = Exp::new(1.0 / w.burst_mean_ns as f64).expect("positive mean");
+    let wait = Exp::new(1.0 / w.wait_mean_ns as f64).expect("positive mean");
+    let (mut t, mut cpu) = (0.0_f64, 0.0_f64);
+    loop {
+        let b = burst.sample(&mut rng).max(1.0).min(end - t);
+        t += b;
+        cpu += b;
+        let left = end - t;
+        if left <= WORK_EPS {
+            return (cpu, 0);
+        }
+        let x = (wait.sample(&mut rng).round() as u64).max(1) as f64;
+        if x + EXIT_BURST_NS <= left {
+            t += x;
+        } else {
+            let cut = (left - EXIT_BURST_NS).round().max(1.0) as u64;
+            return (cpu + EXIT_BURST_NS, cut);
+        }
+    }
+}
+
 fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let spawn = s.w.workload.processes[pid].spawn_cpu as usize;
     if s.affine {
@@ -1381,7 +1432,14 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             let wait = Exp::new(1.0 / w.wait_mean_ns as f64)
                 .expect("positive mean")
                 .sample(&mut p.rng);
-            let t = s.w.now + (wait.round() as u64).max(1);
+            // Under exec = total, the wait before the 1 ns exit burst is cut to end its time
+            // alone (only the exit burst is left then: every earlier wait leaves ≥ 2 ns).
+            let wait_ns = if p.final_wait_ns > 0 && p.remaining < EXIT_BURST_NS + 0.5 {
+                p.final_wait_ns
+            } else {
+                (wait.round() as u64).max(1)
+            };
+            let t = s.w.now + wait_ns;
             s.push(t, Event::IoDone(pid));
         }
         s.pelt_update(pid);

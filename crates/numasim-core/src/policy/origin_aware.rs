@@ -18,7 +18,8 @@
 //!    rest by increasing distance from their origin node to this node; ties keep the kernel's
 //!    tail-first order. Newly-idle, idle and active balancing use the same order.
 //! 3. SI-LB on CPU P of node N (skipped while the system load — runnable tasks per CPU — is
-//!    below `min_load`): take the queued (not running) processes of P whose origin node N' ≠ N
+//!    below `min_load`): take the queued (not running) processes of P — with `si=all` its
+//!    running process too, first — whose origin node N' ≠ N
 //!    — unless N' is at N's nearest remote level and `nearest` is `leave` (the default) —
 //!    farthest origin first (ties: lower origin CPU, then queue order). For each process K with
 //!    origin CPU P':
@@ -44,7 +45,7 @@ use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Po
 use crate::machine::CpuId;
 use crate::policy::linux26::Linux26;
 
-/// The policy's options (`origin-aware:v1=on,v2=on,min-load=0,nearest=leave`).
+/// The policy's options (`origin-aware:v1=on,v2=on,min-load=0,nearest=leave,si=queued`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// SI-LB step 3: exchange with a process whose origin is this CPU or node.
@@ -55,6 +56,8 @@ pub struct Options {
     pub min_load: f64,
     /// Leave processes whose origin is at the nearest remote level where they are.
     pub leave_nearest: bool,
+    /// SI-LB looks at the running process too, not only the queued ones (`si=all`).
+    pub si_running: bool,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             variant2: true,
             min_load: 0.0,
             leave_nearest: true,
+            si_running: false,
         }
     }
 }
@@ -103,11 +107,16 @@ impl Options {
                     o.leave_nearest =
                         super::option_choice(origin, "origin-aware", key, value, &choices)?;
                 }
+                "si" => {
+                    let choices = [("queued", false), ("all", true)];
+                    o.si_running =
+                        super::option_choice(origin, "origin-aware", key, value, &choices)?;
+                }
                 _ => {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown origin-aware option '{key}'; choose from v1, v2, min-load, nearest"
+                            "unknown origin-aware option '{key}'; choose from v1, v2, min-load, nearest, si"
                         ),
                     ))
                 }
@@ -176,7 +185,10 @@ impl OriginAware {
             v.nr_running(c) as i64 + delta.get(&c).copied().unwrap_or(0)
         };
         let mut candidates = Vec::new();
-        for (pos, pid) in v.queued(p).enumerate() {
+        // Algorithm 1 step 4 speaks of the processes that "presently exist in its runqueue":
+        // with `si=all` the running one too (moved as by a migration thread), else the queued.
+        let running = v.current(p).filter(|_| self.options.si_running);
+        for (pos, pid) in running.into_iter().chain(v.queued(p)).enumerate() {
             out.tasks_examined += 1;
             let Some(origin) = v.proc(pid).origin_cpu else {
                 continue;
