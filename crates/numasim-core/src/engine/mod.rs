@@ -779,11 +779,11 @@ impl<'a> State<'a> {
         }
     }
 
-    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `payer`
+    /// Charges an attempt's costs and the `moved` migrations it made (balancing CPU time and cache refills) to `payer`
     /// (none: a machine-wide callback), and counts it for `cpu`, its kind (`slot`) and level
     /// (`payer` is `cpu` unless another CPU balanced on `cpu`'s behalf). Inlined: it runs once
     /// per attempt, most of them an idle CPU's quiet ones, whose constant slot and `moved` then
-    /// fold away (docs/PERFORMANCE.md, lever 41).
+    /// fold away (docs/PERFORMANCE.md, "How the engine is made fast").
     #[inline(always)]
     fn charge(
         &mut self,
