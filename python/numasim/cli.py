@@ -104,9 +104,15 @@ TOPOLOGY_DOMAINS = "linux"
 def topology_default_note() -> str:
     """What ``topology`` says when it chose the builder: a run over the same machine uses its
     policy's builder, which may be another one."""
-    defaults = ", ".join(f"{name} over {builder}" for name, _, _, builder in policies())
-    return (f"(--domains not given: shown for {TOPOLOGY_DOMAINS}, what a 6.x kernel builds. A run "
+    import textwrap
+
+    by_builder: dict[str, list[str]] = {}
+    for name, _, _, builder in policies():
+        by_builder.setdefault(builder, []).append(name)
+    defaults = "; ".join(f"{b} for {', '.join(names)}" for b, names in by_builder.items())
+    text = (f"(--domains not given: shown for {TOPOLOGY_DOMAINS}, what a 6.x kernel builds. A run "
             f"uses its policy's builder unless --domains is given: {defaults}.)")  # fmt: skip
+    return textwrap.fill(text, 100, break_on_hyphens=False)
 
 
 @cli.command()
