@@ -1,5 +1,6 @@
-"""`numasim bench --scaling` and `--peer simso` (issue 16): the sweep's table, the exporter of
-the peer benchmark, and SimSo running the exported jobs (skipped where SimSo is absent)."""
+"""`numasim bench --scaling` and `--peer simso` (docs/PERFORMANCE.md): the sweep's table, the
+exporter of the peer benchmark, and SimSo running the exported jobs (skipped where SimSo is
+absent); the scenarios listed by `bench --help`."""
 
 from __future__ import annotations
 
@@ -123,3 +124,12 @@ def test_peer_bench_prints_both_times_and_ratios(run):
     assert "in-process (simulation call): numasim " in lines[2]
     assert "whole process (fresh interpreter, imports included): numasim " in lines[3]
     assert lines[4].startswith("    jobs completed: SimSo 500 of 500; mean turnaround numasim ")
+
+
+def test_bench_help_lists_every_scenario_with_its_title(run):
+    r = run("bench", "--help")
+    assert r.code == 0, r.err
+    assert "Scenarios (--only NAME,...)" in r.out
+    packed = "".join(r.out.split())  # click wraps long titles, at spaces or hyphens
+    for sc in bench.scenarios():
+        assert sc["name"] + "".join(sc["title"].split()) in packed

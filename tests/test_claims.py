@@ -1,5 +1,6 @@
-"""Experiments along an x axis and the paper's claims (issue 15): the claim evaluator on
-hand-made numbers, the schema's refusals, and the comparison report through the CLI."""
+"""Experiments along an x axis and the paper's claims (docs/policies/home-cluster.md): the
+claim evaluator on hand-made numbers, the schema's refusals, and the comparison report through
+the CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Results never change silently (issue 12 §6): every shipped experiment at 2 replications and
+"""Results never change silently: every shipped experiment at 2 replications and
 every `numasim bench` scenario must give the numbers recorded in tests/data/fingerprints.json.
 
 A change that moves a number updates that file in the same commit

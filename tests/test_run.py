@@ -222,7 +222,7 @@ def test_bench_reports_each_scenario_without_judging_speed(run):
 
 def test_a_small_run_imports_no_dataframe_library():
     """`numasim run` prints its text summary from the engine's dicts: pandas (and pyarrow,
-    matplotlib, scipy, pydantic) cost more to import than a small run takes (issue 16)."""
+    matplotlib, scipy, pydantic) cost more to import than a small run takes."""
     import subprocess
     import sys
 

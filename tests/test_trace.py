@@ -182,3 +182,18 @@ def test_migration_table_and_process_traces(run, tmp_path):
     assert [int(x.split()[1]) for x in lines] == moved
     for x in lines:
         assert " moves " in x and " ran most on node " in x and " ended: " in x
+    # What "ended" means is printed with the traces, and each value follows it.
+    legend = r.out.splitlines()[-2]  # before the "wrote ..." line
+    assert legend == (
+        "ended: the node of the last move, seen from the origin node (home: the origin node "
+        "itself, nearest neighbour: a node at distance 20, the smallest between two nodes; "
+        "otherwise the distance)"
+    )
+    for x in lines:
+        origin = int(x.split("origin node ")[1].split()[0])
+        last_move = x.split(" moves ")[1].split("  ")[0].split()[-1]  # "FROM→TO@Tms"
+        last = int(last_move.split("→")[1].split("@")[0]) // 2  # mehta-m1: 2 CPUs a node
+        ended = x.split(" ended: ")[1]
+        d = m.distances[origin][last]
+        assert ended == ("home" if last == origin else "nearest neighbour (distance 20)"
+                         if d == 20 else f"distance {d}")  # fmt: skip

@@ -1,5 +1,5 @@
 """Results fingerprints: every number numasim's shipped experiments and benchmarks produce,
-reduced to stable digests (issue 12 §6).
+reduced to stable digests.
 
     python tools/fingerprints.py            # compare with tests/data/fingerprints.json
     python tools/fingerprints.py --update   # rewrite it (say why in docs/CHANGES.md)

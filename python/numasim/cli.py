@@ -50,9 +50,11 @@ def cli() -> None:
 @click.option(
     "--domains",
     "builder",
-    default="linux",
-    show_default=True,
-    help="Domain builder: " + ", ".join(b[0] for b in _core.builders()) + ".",
+    default=None,
+    help="Domain builder: "
+    + ", ".join(b[0] for b in _core.builders())
+    + " (default: linux, what a 6.x kernel builds; a run's default is its policy's builder, "
+    "e.g. two-level for linux26: numasim list policies).",
 )
 @click.option(
     "--cpus-per-node",
@@ -61,7 +63,13 @@ def cli() -> None:
     help="CPUs per node (1 … 16384 in all), for a distance table of rows; numactl --hardware "
     "output lists each node's CPUs itself.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (SPEC §2 shape).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print JSON: {"machine": {...}, "domains": {"builder": NAME, "cpus": {CPU: [LEVEL, '
+    "...]}}}, each level with its span, groups and parameters.",
+)
 @click.option("--sysfs-root", default="/", hidden=True, help="Root of the sysfs tree for 'host'.")
 def topology(
     machine: str, builder: str, cpus_per_node: int | None, as_json: bool, sysfs_root: str
@@ -73,7 +81,8 @@ def topology(
     """
     m = Machine.load(machine, cpus_per_node, sysfs_root)
     _warn(m)
-    builder = check_builder(builder, "--domains")
+    chosen = builder is not None
+    builder = check_builder(builder, "--domains") if chosen else TOPOLOGY_DOMAINS
     if as_json:
         # Both parts come as JSON text from the core: no parse and re-serialisation here (a
         # 2 000-node machine's domains are a gigabyte of JSON).
@@ -85,6 +94,27 @@ def topology(
     click.echo(machine_text(m))
     click.echo()
     click.echo(domains_text(m.hierarchies(builder), description))
+    if not chosen:
+        click.echo()
+        click.echo(topology_default_note())
+
+
+#: The builder ``topology`` shows when ``--domains`` is not given.
+TOPOLOGY_DOMAINS = "linux"
+
+
+def topology_default_note() -> str:
+    """What ``topology`` says when it chose the builder: a run over the same machine uses its
+    policy's builder, which may be another one."""
+    import textwrap
+
+    by_builder: dict[str, list[str]] = {}
+    for name, _, _, builder in policies():
+        by_builder.setdefault(builder, []).append(name)
+    defaults = "; ".join(f"{b} for {', '.join(names)}" for b, names in by_builder.items())
+    text = (f"(--domains not given: shown for {TOPOLOGY_DOMAINS}, what a 6.x kernel builds. A run "
+            f"uses its policy's builder unless --domains is given: {defaults}.)")  # fmt: skip
+    return textwrap.fill(text, 100, break_on_hyphens=False)
 
 
 @cli.command()
@@ -119,7 +149,7 @@ def topology(
     default=0,
     show_default=True,
     help="Seed of the generated workload (0 … 2^64 − 1): the same seed gives the same run, "
-    "bit for bit. Ignored for a workload file.",
+    "bit for bit. Ignored for a workload file. (compare's master --seed takes 0 … 2^63 − 1.)",
 )
 @click.option(
     "--cpus-per-node",
@@ -273,7 +303,19 @@ def trace(saved: str, trace_file: str | None, trace_window: str | None,
     click.echo(f"wrote {', '.join(written)}")
 
 
-@cli.command()
+class _BenchCommand(click.Command):
+    """`bench`, whose help ends with the scenarios (read from data/bench/scenarios.toml only when
+    the help is printed)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from numasim import bench as b
+
+        with formatter.section("Scenarios (--only NAME,...)"):
+            formatter.write_dl([(s["name"], s["title"]) for s in b.scenarios()])
+        super().format_epilog(ctx, formatter)
+
+
+@cli.command(cls=_BenchCommand)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option(
     "--only",
@@ -448,6 +490,8 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     from numasim import experiment as ex
 
     out_dir = Path(out) if out else Path("numasim-results") / file_part(exp.name)
+    # --fresh moves an old store into previous-STAMP/: found afterwards, to say where it went.
+    earlier = set(out_dir.glob("previous-*")) if fresh else set()
     confidence = confidence or exp.confidence
     if report_file:
         _check_writable(report_file, "--report")  # before the sweep, not after it
@@ -467,6 +511,10 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     else:
         reuse = (f"computed {_count(outcome.computed)}, reused {_count(outcome.reused)} "
                  f"of {_count(outcome.total)} runs (store {outcome.store})")  # fmt: skip
+    if fresh:
+        moved = sorted(set(out_dir.glob("previous-*")) - earlier)
+        reuse += (f"; --fresh moved the runs stored before into {moved[-1]}" if moved
+                  else "; --fresh: no runs were stored there before")  # fmt: skip
     runs = outcome.runs
     summary = stats.summarize(runs, confidence, exp.metric)
     gains = stats.gains(runs, exp, confidence, exp.metric)
@@ -680,7 +728,8 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
     type=click.IntRange(0, 2**63 - 1),
     default=0,
     show_default=True,
-    help="Master seed: each replication's workload seed derives from it.",
+    help="Master seed, 0 … 2^63 − 1 (as an experiment file's seed): each replication's workload "
+    "seed derives from it. A single run's --seed takes 0 … 2^64 − 1.",
 )
 @_experiment_options
 def compare(machines, workload, policies, seed, replications, jobs, cluster, confidence, out,

@@ -1,4 +1,4 @@
-"""Experiments (SPEC §8): replicated comparisons with confidence intervals.
+"""Experiments: replicated comparisons with confidence intervals.
 
 An experiment file (TOML, shipped in ``data/experiments``) names machines, workloads, a sweep of
 process counts, a baseline and policies (``policy`` or ``policy@domains``), replications,
@@ -121,7 +121,7 @@ class Experiment:
     origin: str = "experiment"
     #: The metric of the table, the gains and the figures (a key of METRIC_LABELS).
     metric: str = "mean_tat_ms"
-    #: The profile the experiment runs under by default (SPEC §10).
+    #: The profile the experiment runs under by default (docs/assumptions.md).
     profile: str = "linux"
     #: Values the file sets on top of its profile: name → (value, the paper's sentence).
     set_assumptions: dict[str, tuple[str, str]] = field(default_factory=dict)

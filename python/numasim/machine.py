@@ -316,7 +316,8 @@ class Machine:
         return json.loads(self._core.to_json())
 
     def domains(self, builder: str = "linux") -> dict[str, Any]:
-        """Every CPU's scheduling-domain hierarchy, in the SPEC §2 JSON shape."""
+        """Every CPU's scheduling-domain hierarchy, as ``numasim topology --json`` prints it
+        under ``"domains"``."""
         return json.loads(self._core.domains_json(check_builder(builder)))
 
     def hierarchies(self, builder: str = "linux") -> dict[str, Any]:

@@ -235,7 +235,7 @@ def _far_breakdown(exp: Experiment, runs: pd.DataFrame, machine: str, workload: 
 
 
 def json_rows(exp: Experiment, gains: pd.DataFrame) -> dict[str, Any]:
-    """The `--json` shape of issue 4: one row per cell and policy, the means in ``unit``."""
+    """The `--json` rows of a reproduction: one row per cell and policy, the means in ``unit``."""
 
     def num(x: float) -> float | None:
         return None if math.isnan(x) else float(x)

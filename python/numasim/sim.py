@@ -1,7 +1,7 @@
 """Workloads and single runs: ``Workload.generate``, ``simulate``, results as DataFrames.
 
 pandas is imported when a DataFrame is first asked for, not with this module: a run printed as
-text (``numasim run``) never needs it, and importing it costs more than a small run (issue 16).
+text (``numasim run``) never needs it, and importing it costs more than a small run.
 """
 
 from __future__ import annotations

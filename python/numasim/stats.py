@@ -1,4 +1,4 @@
-"""Statistics of replicated runs: t-based confidence intervals and paired gains (SPEC §7, §8).
+"""Statistics of replicated runs: t-based confidence intervals and paired gains.
 
 - Per cell and variant: mean, standard deviation (n − 1), and the half-width
   ``t_{(1+c)/2, r−1} · sd / √r`` of a two-sided interval at confidence c.
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 # The t quantile itself (what scipy.stats.t.ppf returns, bit for bit), without importing
-# scipy.stats, which costs a second of every experiment's report (issue 16).
+# scipy.stats, which costs a second of every experiment's report.
 from scipy.special import stdtrit
 
 from numasim.experiment import Experiment

@@ -61,9 +61,10 @@ def migration_table(machine: Machine, raw: dict[str, Any]) -> list[dict[str, Any
 
 
 def process_traces(machine: Machine, raw: dict[str, Any], count: int) -> str:
-    """SPEC §6.2's per-process migration traces for the first ``count`` processes that moved
-    after they first ran: origin, each move CPU→CPU with its time, the node where the process
-    ran most, and whether it ended at its origin node, a nearest neighbour, or farther."""
+    """Per-process migration traces for the first ``count`` processes that moved after they
+    first ran: origin, each move CPU→CPU with its time, the node where the process ran most, and
+    whether it ended at its origin node, a nearest neighbour of it, or farther — the last line
+    says what those words mean on this machine."""
     moves: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for m in migration_table(machine, raw):
         if m["kind"] != "placement":
@@ -77,10 +78,14 @@ def process_traces(machine: Machine, raw: dict[str, Any], count: int) -> str:
         path = " ".join(f"{m['from_cpu']}→{m['to_cpu']}@{m['time_ms']:.1f}ms" for m in moves[pid])
         last = moves[pid][-1]["to_node"]
         d = machine.distances[origin][last]
-        where = ("home" if last == origin else "nearest neighbour" if d == nearest
-                 else f"distance {d}")  # fmt: skip
+        where = ("home" if last == origin else f"nearest neighbour (distance {d})"
+                 if d == nearest else f"distance {d}")  # fmt: skip
         lines.append(f"pid {pid:>5}  origin node {origin} cpu {p['origin_cpu']}  moves {path}  "
                      f"ran most on node {p['most_node']}  ended: {where}")  # fmt: skip
     if not lines:
         return "no process moved after it first ran"
+    neighbour = (f", nearest neighbour: a node at distance {nearest}, the smallest between two "
+                 "nodes" if nearest is not None else "")  # fmt: skip
+    lines.append(f"ended: the node of the last move, seen from the origin node (home: the origin "
+                 f"node itself{neighbour}; otherwise the distance)")  # fmt: skip
     return "\n".join(lines)

@@ -69,14 +69,14 @@ fn build_domains_1024(bencher: divan::Bencher, b: Builder) {
     bencher.bench(|| b.build(&m, &BuildOptions::default()).cpus.len());
 }
 
-/// Domain building on 4 096 CPUs (256 nodes × 16, 5 levels): group sharing (issue 16).
+/// Domain building on 4 096 CPUs (256 nodes × 16, 5 levels): groups and levels shared between CPUs.
 #[divan::bench(args = [Builder::Multilevel, Builder::Linux], sample_count = 5)]
 fn build_domains_4096(bencher: divan::Bencher, b: Builder) {
     let m = machine(256, 16, vec![4, 4, 4], vec![20, 30, 40, 50]);
     bencher.bench(|| b.build(&m, &BuildOptions::default()).cpus.len());
 }
 
-/// The balancer at scale (issue 16): 1 024 CPUs at the load of bench scenario b, for 2 s.
+/// The balancer at scale: 1 024 CPUs at the load of bench scenario b, for 2 s.
 /// Group sums kept within a tick and the overloaded-CPU early exit are what it measures.
 #[divan::bench(sample_count = 5)]
 fn run_1024_cpus_loaded(bencher: divan::Bencher) {
@@ -85,7 +85,7 @@ fn run_1024_cpus_loaded(bencher: divan::Bencher) {
     bencher.bench(|| run(&m, Builder::Multilevel, &w));
 }
 
-/// Idle CPUs balancing (issue 16): 1 000 processes on 4 096 CPUs, most CPUs idle all along.
+/// Idle CPUs balancing: 1 000 processes on 4 096 CPUs, most CPUs idle all along.
 #[divan::bench(sample_count = 3)]
 fn run_4096_cpus_light(bencher: divan::Bencher) {
     let m = machine(256, 16, vec![4, 4, 4], vec![20, 30, 40, 50]);

@@ -1,4 +1,4 @@
-//! Builds one builder's domains for a distance-table file and writes their SPEC §2 JSON, timing
+//! Builds one builder's domains for a distance-table file and writes their `topology --json` JSON, timing
 //! each phase: the profiling aid of docs/PERFORMANCE.md ("Domains of large machines").
 //!
 //! `cargo run --release -p numasim-core --example build_domains -- FILE CPUS_PER_NODE [BUILDER]`

@@ -2,7 +2,7 @@
 //! both modelling-assumption profiles — each printed as one line with a digest of its whole
 //! serialised result (every process's metrics, the summary, the event count). For checking that
 //! an optimisation leaves results bit-identical: save the output of a build before the change,
-//! then `diff` it with the output after (docs/PERFORMANCE.md, "checking a lever").
+//! then `diff` it with the output after (docs/PERFORMANCE.md, "Checking a change").
 //!
 //! ```text
 //! cargo run --release -p numasim-core --example equivalence -- python/numasim/data > before.txt

@@ -2,7 +2,7 @@
 //! Python extension (`numasim._core`) and this crate's own tests, examples and benches. The
 //! library alone chooses nothing.
 //!
-//! Why (issue 16, docs/PERFORMANCE.md "Session 14"): glibc's malloc gives a run's freed memory
+//! Why (docs/PERFORMANCE.md, "How the engine is made fast"): glibc's malloc gives a run's freed memory
 //! back to the OS (its heap top is trimmed, its large blocks unmapped), and the next run in the
 //! same process faults it in again, page by page: about 100 page faults a run of bench (a)
 //! (500 processes on mehta-m1), whose engine phase is 19–24 % faster without them. jemalloc

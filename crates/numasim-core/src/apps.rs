@@ -1,4 +1,4 @@
-//! Application profiles (SPEC §6.4, issue 14): PARSEC-like parallel programs as data. The profiles
+//! Application profiles: PARSEC-like parallel programs as data. The profiles
 //! are the data file `data/apps.toml`, every number with its source (docs/apps.md); this module
 //! parses them once and turns a profile and a thread count into per-thread plans.
 //!
@@ -21,7 +21,7 @@
 //!    a parallel stage has T threads, a serial stage one. Items are dealt to a stage's threads
 //!    round robin (item i to thread i mod n): a documented simplification of the shared queues,
 //!    which keeps each thread's demand known in advance.
-//! 3. Phases (Koita et al.'s parallel processes, issue 15): a phase's work `work_ms / P` is split
+//! 3. Phases (Koita et al.'s parallel processes, docs/policies/home-cluster.md): a phase's work `work_ms / P` is split
 //!    evenly over its k_p threads, each thread's share drawn exponential with that mean (`spread`
 //!    must be 1, the exponential's coefficient of variation); the threads of phase p are new
 //!    threads, created blocked on the join of phase p − 1 and placed when it is reached.

@@ -1,10 +1,10 @@
-//! Engine parameters (SPEC §4): timeslice, tick, the costs the engine charges for cache refills
-//! and balancing work, tracing, and the modelling assumptions (SPEC §10). Read by the engine and,
+//! Engine parameters: timeslice, tick, the costs the engine charges for cache refills
+//! and balancing work, tracing, and the modelling assumptions (`crate::assumptions`). Read by the engine and,
 //! through [`crate::interface::PolicyContext`] and the view, by policies.
 
 use crate::assumptions::Assumptions;
 
-/// Engine parameters (SPEC §4 defaults; all configurable).
+/// Engine parameters (defaults: 100 ms slice, 1 ms tick, the costs below; all configurable).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     /// Round-robin timeslice (2.6 `DEF_TIMESLICE`, 100 ms).
@@ -19,11 +19,11 @@ pub struct EngineConfig {
     pub cost_per_task_ns: u64,
     pub cost_per_migration_ns: u64,
     /// One candidate evaluation of a selection policy (thread-aware, memory-aware): charged
-    /// like examining a task (SPEC §4, 0.2 µs), which is what the evaluation adds to it.
+    /// like examining a task (0.2 µs), which is what the evaluation adds to it.
     pub cost_per_evaluation_ns: u64,
     /// Record every running interval (for traces and invariant checks).
     pub record_trace: bool,
-    /// The modelling assumptions (SPEC §10; `crate::assumptions`): where memory and origin are,
+    /// The modelling assumptions (`crate::assumptions`): where memory and origin are,
     /// what uses up a slice.
     pub assumptions: Assumptions,
 }

@@ -120,7 +120,7 @@ pub fn cpulist(ids: impl IntoIterator<Item = usize>) -> String {
     parts.join(",")
 }
 
-/// Serialised as the sorted array of its ids (the SPEC §2 CPU lists).
+/// Serialised as the sorted array of its ids (the CPU lists of `topology --json`).
 impl serde::Serialize for CpuSet {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter())

@@ -16,7 +16,7 @@ use crate::machine::CpuId;
 use crate::memory::{entry, GroupMemory};
 use crate::workload::Pid;
 
-/// What kind of migration a move is (SPEC §7).
+/// What kind of migration a move is (reported by kind in every result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MigrationKind {
     Pull,

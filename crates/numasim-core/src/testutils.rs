@@ -52,7 +52,7 @@ pub fn preset(name: &str) -> Machine {
     crate::machine::file::read(std::path::Path::new(&path)).expect("preset parses")
 }
 
-/// A single-threaded process arriving at 0 on CPU 0, with the SPEC defaults for its kind
+/// A single-threaded process arriving at 0 on CPU 0, with the defaults for its kind
 /// (memory intensity 0.5 CPU-bound / 0.3 IO-bound, bursts 10 ms, waits 20 ms); seed = pid.
 pub fn process(pid: u32, kind: crate::workload::Kind, demand_ms: u64) -> crate::workload::Process {
     crate::workload::Process {

@@ -1,4 +1,4 @@
-//! Workloads (SPEC §3): processes and threads arriving over time, CPU- or IO-bound, with a memory
+//! Workloads: processes and threads arriving over time, CPU- or IO-bound, with a memory
 //! intensity and a spawn CPU; generated deterministically from a seed, or loaded from CSV/JSON.
 //!
 //! ```text
@@ -310,7 +310,7 @@ pub struct WorkloadSpec {
 
 /// Window of the `random` arrival alias: uniform over the first second (documented choice).
 pub const RANDOM_WINDOW_NS: u64 = 1_000_000_000;
-/// Window of "almost same time" arrivals (SPEC §3).
+/// Window of "almost same time" arrivals: uniform in [0, 10 ms].
 pub const ALMOST_WINDOW_NS: u64 = 10_000_000;
 
 impl Default for WorkloadSpec {

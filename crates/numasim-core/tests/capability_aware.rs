@@ -1,4 +1,4 @@
-//! The capability-aware balancer (SPEC §6.3) against linux26 on machines with speed cores.
+//! The capability-aware balancer against linux26 on machines with speed cores.
 
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};

@@ -1,4 +1,4 @@
-//! The `linux` policy (issue 17 §2): hand-computed group classification, the imbalance of each
+//! The `linux` policy's load balancer: hand-computed group classification, the imbalance of each
 //! migration type, the NUMA allowance at fork (`imb_numa_nr`), detach_tasks' limits, the PELT
 //! signals the engine keeps for it, its options, and whole runs (its PELT sums checked at every
 //! decision).

@@ -1,4 +1,4 @@
-//! The origin-aware balancer (SPEC §6.2): the paper's worked example on mehta-m1, the cycle
+//! The origin-aware balancer: the paper's worked example on mehta-m1, the cycle
 //! alternation, the options, and RI-LB's preference order.
 
 use numasim_core::domains::Builder;

@@ -1,7 +1,7 @@
 //! Every policy over every domain builder balances — or refuses the combination.
 //!
 //! A policy that accepts a builder but never balances over it gives results that look valid and
-//! mean nothing (issue 12: linux26 over `linux` domains did no periodic balancing at all,
+//! mean nothing (once, linux26 over `linux` domains did no periodic balancing at all,
 //! because 6.x levels carry no 2.6 `SD_LOAD_BALANCE`). The workload here is imbalanced on
 //! purpose: every process is spawned on node 0 and they arrive over a second with different
 //! demands, so runqueues drift apart after fork placement and only balancing evens them out.

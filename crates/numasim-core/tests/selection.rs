@@ -1,4 +1,4 @@
-//! Thread-aware (SPEC §6.4) and memory-aware (SPEC §6.5) selection: hand-computed runqueues of
+//! Thread-aware and memory-aware selection: hand-computed runqueues of
 //! threads of three groups spread in known ways — which thread moves, and why — and the rules
 //! they keep from linux26.
 

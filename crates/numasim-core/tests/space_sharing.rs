@@ -1,4 +1,4 @@
-//! Space sharing (issue 15): hand-computed processor allocations of Koita et al.'s base priority
+//! Space sharing (docs/policies/home-cluster.md): hand-computed processor allocations of Koita et al.'s base priority
 //! and schemes, each scheme's deallocation, the slide, and equipartition's shares.
 //!
 //! Machine for all: 4 clusters × 2 processors, cluster k = CPUs 2k and 2k + 1.

@@ -146,7 +146,7 @@ impl Machine {
         self.inner.info().to_string()
     }
 
-    /// The hierarchy built by `builder`, as JSON text in the SPEC §2 shape.
+    /// The hierarchy built by `builder`, as JSON text in the shape of `numasim topology --json`'s `"domains"`.
     fn domains_json(&self, py: Python<'_>, builder: &str) -> PyResult<String> {
         let b: Builder = builder.parse().map_err(input_err)?;
         let inner = &self.inner;

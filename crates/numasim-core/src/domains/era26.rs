@@ -18,8 +18,8 @@
 //!
 //! `flat` ("1 level SMP") is one level over all CPUs with a group per CPU and the in-node
 //! parameters; `node-only` ("1 level NUMA") one level over all CPUs with a group per node and the
-//! node parameters. Choice: ALLNODES uses the node parameters of SPEC §2 (ia64's own
-//! `SD_ALLNODES_INIT` values are not part of the spec's parameter sets).
+//! node parameters. Choice: ALLNODES uses the 2.6 node parameters (ia64's own
+//! `SD_ALLNODES_INIT` values are not one of numasim's two 2.6 parameter sets).
 
 use crate::cpuset::CpuSet;
 use crate::machine::Machine;

@@ -1,4 +1,4 @@
-//! Scheduling-domain hierarchies (SPEC §2): for every CPU, an ordered list of levels, each with
+//! Scheduling-domain hierarchies: for every CPU, an ordered list of levels, each with
 //! a span, groups (balanced against each other, with balance masks) and its balancing parameters.
 //!
 //! ```text
@@ -105,7 +105,7 @@ pub struct LoadIdx {
     pub forkexec: usize,
 }
 
-/// The 2.6-era parameter sets (SPEC §2, from 2.6.18 `SD_CPU_INIT` / `SD_NODE_INIT`).
+/// The 2.6-era parameter sets (from 2.6.18 `SD_CPU_INIT` / `SD_NODE_INIT`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Era26Params {
     /// Levels inside a node (`SD_CPU_INIT`): 1/4 ms, busy_factor 64, 125 %, 1 try, 2.5 ms hot.
@@ -116,7 +116,7 @@ pub struct Era26Params {
 
 impl Default for Era26Params {
     fn default() -> Self {
-        // The node values of SPEC §2 (8/32 ms, busy_factor 32, 125 %, 2 tries) are x86_64's
+        // The node values (8/32 ms, busy_factor 32, 125 %, 2 tries) are x86_64's
         // 2.6.18 SD_NODE_INIT (include/asm-x86_64/topology.h); the in-node ones the generic
         // SD_CPU_INIT (include/linux/topology.h). Flags follow the same headers: newly-idle
         // balancing only inside a node; wake-affine inside a node, wake-balance between nodes.
@@ -627,7 +627,7 @@ impl Domains {
         }
     }
 
-    /// The SPEC §2 JSON shape: `{"builder": NAME, "cpus": {"0": [{"level": 0, "name": ...,
+    /// The JSON of `numasim topology --json`'s `"domains"`: `{"builder": NAME, "cpus": {"0": [{"level": 0, "name": ...,
     /// "span": [...], "groups": [{"span": [...], "balance_mask": [...]}], "imbalance_pct": ..,
     /// "min_interval_ms": .., "max_interval_ms": .., "busy_factor": ..}, ...], ...}}`.
     pub fn to_json(&self) -> serde_json::Value {
@@ -854,7 +854,7 @@ fn json_level(i: usize, l: &Level) -> JsonLevel<'_> {
     }
 }
 
-/// The SPEC §2 JSON shape, serialised without an intermediate `Value`.
+/// The `topology --json` shape, serialised without an intermediate `Value`.
 struct JsonDomains<'a>(&'a Domains);
 
 #[derive(Serialize)]

@@ -1,4 +1,4 @@
-//! Metrics (SPEC §7), gathered from the final simulation state.
+//! Metrics (per process, per run), gathered from the final simulation state.
 //!
 //! Per process: arrival, first run, completion, turnaround, response, waiting, CPU time by node
 //! and by CPU class, cache-refill time, IO wait, migrations by kind and by distance level, the
@@ -152,7 +152,7 @@ impl RunResult {
     /// `{"summary": {...}, "apps": [...]}` as JSON text: the run's summary and, for a workload
     /// with applications, their results (`"apps"` absent otherwise) — the same values, written
     /// the same way, as in the full result, without the per-process results, the trace and its
-    /// events. An experiment reads only these, for thousands of runs (issue 16).
+    /// events. An experiment reads only these, for thousands of runs.
     pub fn summary_json(&self) -> String {
         let view = SummaryOnly {
             summary: &self.summary,

@@ -1,4 +1,4 @@
-//! The discrete-event simulation engine (SPEC §4): the event loop, dispatch, and the checking and
+//! The discrete-event simulation engine: the event loop, dispatch, and the checking and
 //! applying of policy decisions. The state it changes is in [`crate::state`], the memory model in
 //! [`crate::memory`], load tracking in [`crate::load`], and what policies see and return in
 //! [`crate::interface`].
@@ -556,7 +556,7 @@ impl<'a> State<'a> {
         if self.w.procs[pid].first_run_ns.is_none() {
             let spawn = self.w.workload.processes[pid].spawn_cpu as usize;
             if self.w.config.assumptions.memory == Memory::Parent {
-                // Created on its parent's CPU: its memory and origin are there (SPEC §10).
+                // Created on its parent's CPU: its memory and origin are there (`memory=parent`).
                 self.w.procs[pid].origin_cpu = Some(spawn);
             }
             if cpu != spawn {
@@ -779,11 +779,11 @@ impl<'a> State<'a> {
         }
     }
 
-    /// Charges an attempt's costs and the `moved` migrations it made (SPEC §4) to `payer`
+    /// Charges an attempt's costs and the `moved` migrations it made (balancing CPU time and cache refills) to `payer`
     /// (none: a machine-wide callback), and counts it for `cpu`, its kind (`slot`) and level
     /// (`payer` is `cpu` unless another CPU balanced on `cpu`'s behalf). Inlined: it runs once
     /// per attempt, most of them an idle CPU's quiet ones, whose constant slot and `moved` then
-    /// fold away (docs/PERFORMANCE.md, lever 41).
+    /// fold away (docs/PERFORMANCE.md, "How the engine is made fast").
     #[inline(always)]
     fn charge(
         &mut self,

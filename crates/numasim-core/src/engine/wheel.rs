@@ -1,5 +1,5 @@
 //! The periodic-balancing timers that fall on a tick within the next [`WINDOW_TICKS`] ticks, in
-//! a ring of per-tick buckets instead of the event heap (issue 16, lever 35).
+//! a ring of per-tick buckets instead of the event heap (docs/engine.md).
 //!
 //! ```text
 //!   bucket[k mod W]: the timers due at tick k, in the order they were scheduled

@@ -1,4 +1,4 @@
-//! The policy-facing interface (SPEC §5): the trait every balancing policy implements, the view
+//! The policy-facing interface: the trait every balancing policy implements, the view
 //! it reads and the decisions it returns. The engine and the policies both depend on this module;
 //! it depends on neither.
 //!
@@ -24,14 +24,14 @@
 //!   CPU the process may not run on: View::may_run), applies it, charges its cost and records it.
 //! ```
 //!
-//! Design for every policy of SPEC §6: an [`Attempt`] carries moves of any kind (pull, push,
+//! Design for every policy of the literature numasim models: an [`Attempt`] carries moves of any kind (pull, push,
 //! exchange halves, idle, active, placement) from any CPU to any CPU, so sender-initiated pushes
 //! and exchanges need no engine change; the view exposes speeds, per-process origin, kind,
 //! thread group and page shares, per-group per-node thread counts and each process's CPU time so
 //! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
-//! sharing (§6.6) holds a process (placement `None`) until an attempt's `places` gives it a
+//! sharing (Koita et al.'s schemes) holds a process (placement `None`) until an attempt's `places` gives it a
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
-//! (`holds`); user-space balancers (§6.7) get `global_balance`.
+//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`.
 
 mod view;
 
@@ -96,7 +96,7 @@ pub struct PageMove {
 /// One balancing attempt and what it decided.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Attempt {
-    /// Runqueues examined (charged per SPEC §4).
+    /// Runqueues examined (charged `EngineConfig::cost_per_rq_ns` each).
     pub rqs_examined: u32,
     /// Tasks examined.
     pub tasks_examined: u32,

@@ -1,5 +1,5 @@
 //! `capability-aware`: Mehta & Kanungo's load balancing for asymmetric multicore machines with
-//! speed cores (speed > 1) and normal cores (SPEC §6.3). The baseline is `linux26`, which counts
+//! speed cores (speed > 1) and normal cores. The baseline is `linux26`, which counts
 //! every core alike.
 //!
 //! ```text

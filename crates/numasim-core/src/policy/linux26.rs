@@ -191,7 +191,7 @@ impl SdState {
 pub type TaskRank = fn(&View<'_>, CpuId, Pid) -> u32;
 
 /// Chooses which movable task an inter-node pull takes next (thread-aware, memory-aware): the
-/// selection policies of SPEC §6.4–6.5, built on linux26's `move_tasks`.
+/// selection policies of Chiang et al., built on linux26's `move_tasks`.
 pub trait Selector: Send {
     /// The index in `movable` (the busiest runqueue's movable tasks in the kernel's tail-first
     /// order, never empty) of the task `to` takes next from `from`; `moved` are the tasks this

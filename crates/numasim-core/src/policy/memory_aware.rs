@@ -1,5 +1,5 @@
 //! `memory-aware`: the memory-aware selection of Chiang et al. (COMPSAC 2018; SPE 2019, "kMLB";
-//! cited by Mehta & Kanungo; SPEC §6.5), built on linux26: between nodes, move the thread with
+//! cited by Mehta & Kanungo), built on linux26: between nodes, move the thread with
 //! the fewest resident pages, then the one sharing the least memory with others.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! `origin-aware`: Mehta & Kanungo's origin-aware load balancing (SPEC §6.2), built on
+//! `origin-aware`: Mehta & Kanungo's origin-aware load balancing (IJETT 73(2), 2025), built on
 //! [`Linux26`] over `multilevel` domains. Goal: keep each process on or near its origin node.
 //!
 //! ```text
@@ -32,7 +32,7 @@
 //!       increasing distance (ties: node id): K goes to the first CPU T there with
 //!       load(P) > load(T);
 //!    5. else K stays.
-//! 4. Costs (SPEC §4): every runqueue whose load or tasks SI-LB reads is one runqueue examined,
+//! 4. Costs (as every balancer's, `EngineConfig`): every runqueue whose load or tasks SI-LB reads is one runqueue examined,
 //!    every process looked at one task examined, and each push or exchange takes both runqueue
 //!    locks (two lock charges). A push is a `push` migration, each half of an exchange an
 //!    `exchange` one; RI-LB moves are `pull` (busy) or `idle` as in linux26.

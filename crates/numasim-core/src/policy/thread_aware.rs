@@ -1,5 +1,5 @@
-//! `thread-aware`: Chiang & Su's thread-aware selection (Applied Sciences 11(14):6486, 2021;
-//! SPEC §6.4), built on linux26: when balancing between nodes moves a thread, it takes the one
+//! `thread-aware`: Chiang & Su's thread-aware selection (Applied Sciences 11(14):6486, 2021),
+//! built on linux26: when balancing between nodes moves a thread, it takes the one
 //! whose thread group has the least exclusive distribution over the nodes.
 //!
 //! ```text
@@ -18,7 +18,7 @@
 //!    cache-hot unless aggressive) by the lowest share of its group on the source node (the
 //!    abstract: "the thread is selected for which its thread group has the least exclusive
 //!    thread distribution, and thread members are distributed more evenly on nodes"), ties by
-//!    most of its group already on the destination node (SPEC §6.4), then linux26's order.
+//!    most of its group already on the destination node (a decision), then linux26's order.
 //! 3. Efficiency measures (the abstract: "several enhancements to eliminate superfluous
 //!    evaluations for multithreaded processes"): a single-threaded process is not evaluated
 //!    (its share is 1: it is wholly on the source node); each group is evaluated once per pick,
@@ -30,7 +30,7 @@
 //! Open decisions (docs/policies/thread-aware.md): the counts include sleeping threads (the
 //! kernel keeps `task_cpu` of a sleeping task; a thread at a barrier still lives on its node);
 //! the share is of the group's live threads (completed threads do not count); the tie rule
-//! comes from SPEC §6.4, the paper's own is not available here.
+//! is ours, the paper's own is not available here.
 
 use crate::interface::{PolicyContext, View};
 use crate::machine::CpuId;

@@ -371,7 +371,7 @@ impl Linux {
         false
     }
 
-    /// What the engine will charge for `a` (SPEC §4): the measured cost of a newly-idle pass,
+    /// What the engine will charge for `a` (the balancing-cost rates of `EngineConfig`): the measured cost of a newly-idle pass,
     /// and how long a periodic pass holds `sched_balance_running` (`SD_SERIALIZE`).
     pub(super) fn cost_of(v: &View<'_>, a: &Attempt) -> u64 {
         let c = v.config;

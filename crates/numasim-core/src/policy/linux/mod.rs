@@ -105,7 +105,7 @@
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `nohz.rs`
 //! (rule 1's idle load balancer), `prandom.rs` (the kernel's `prandom`, rule 6's dice),
-//! `placement.rs` (rules 7–8), `numa.rs` (where NUMA balancing, issue 17 §3, plugs in:
+//! `placement.rs` (rules 7–8), `numa.rs` (where automatic NUMA balancing plugs in:
 //! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
 //! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
 //! in docs/policies/linux.md.
@@ -400,7 +400,7 @@ pub struct Linux {
     slice_ns: u64,
     nr_migrate: usize,
     wake: Wake,
-    /// Automatic NUMA balancing, when on (issue 17 §3, `numa.rs`).
+    /// Automatic NUMA balancing, when on (`numa.rs`).
     numa: Option<numa::NumaBalancing>,
     /// `capacity_of` per CPU (no RT/IRQ pressure: `arch_scale_cpu_capacity`).
     cap: Vec<u64>,

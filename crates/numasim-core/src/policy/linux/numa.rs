@@ -1,4 +1,4 @@
-//! Automatic NUMA balancing (`numa_balancing=on`, SPEC §5 `linux`): a component the `linux`
+//! Automatic NUMA balancing (`numa_balancing=on`, an option of `linux`): a component the `linux`
 //! policy calls from each scheduler tick of a running task and from `can_migrate_task`. It
 //! scans a task's memory, takes the hinting faults the marked pages cause as the task runs,
 //! keeps per-task and per-group fault statistics, picks a preferred node, migrates pages on

@@ -1,4 +1,4 @@
-//! Space sharing on cluster-based NUMA machines (SPEC §6.6, issue 15): the two-level scheduling
+//! Space sharing on cluster-based NUMA machines (Koita, Katayama, Saisho & Fukuda): the two-level scheduling
 //! every policy of Koita et al.'s comparison shares, with one [`Scheme`] per processor-
 //! allocation policy (`home_cluster`: FR FH FP HB HS; `equi`, `dynamic`, `limited`).
 //!
@@ -30,7 +30,7 @@
 //!    processor (reconstruction).
 //!
 //! The policy never balances: no periodic timer, no pulls. Decisions made when a processor is
-//! handed over in `cpu_idle` or `process_held` are charged like a balancer's moves (SPEC §4).
+//! handed over in `cpu_idle` or `process_held` are charged like a balancer's moves (`EngineConfig`'s rates).
 
 pub mod dynamic;
 pub mod equi;
