@@ -1,4 +1,4 @@
-"""Modelling assumptions (SPEC §10): the registry the core ships, and settings resolved by it.
+"""Modelling assumptions: the registry the core ships, and settings resolved by it.
 
 A setting is what ``--assume``, the ``assume=`` keyword and an experiment file give: a profile
 (``linux``, ``paper``), ``NAME=VALUE`` items, or both, applied left to right

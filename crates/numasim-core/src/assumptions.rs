@@ -1,4 +1,4 @@
-//! Modelling assumptions (SPEC §10): the named choices where the papers' simulators and the
+//! Modelling assumptions: the named choices where the papers' simulators and the
 //! kernel differ. The registry — names, descriptions, values, and each profile's value with its
 //! source — is the data file `data/assumptions.toml`; this module parses it once and turns a
 //! setting such as `paper`, `linux,slice=work` or `memory=parent` into [`Assumptions`].

@@ -1,4 +1,4 @@
-//! Synthetic distance tables (SPEC §1 generators).
+//! Synthetic distance tables (the machine generators).
 //!
 //! ```text
 //!   two-level   10 on the diagonal, `remote` elsewhere

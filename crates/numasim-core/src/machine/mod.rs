@@ -1,4 +1,4 @@
-//! The machine model (SPEC §1): nodes, CPUs, speed factors, the SLIT distance table and its
+//! The machine model: nodes, CPUs, speed factors, the SLIT distance table and its
 //! memory access levels (MALs).
 //!
 //! ```text
@@ -208,7 +208,7 @@ impl Machine {
         &self.warnings
     }
 
-    /// The machine as the SPEC §2 JSON object (`topology --json`'s `"machine"`); saved runs
+    /// The machine as its JSON object (`topology --json`'s `"machine"`); saved runs
     /// carry it and [`file::from_info`] reads it back.
     pub fn info(&self) -> serde_json::Value {
         let nodes: Vec<_> = (0..self.nodes())
@@ -234,7 +234,7 @@ impl Machine {
 pub enum FastCpus {
     /// No speed cores.
     None,
-    /// In each node, the first half of its CPUs (rounded down), the SPEC §1 default.
+    /// In each node, the first half of its CPUs (rounded down): the default fast CPUs.
     FirstHalf,
     /// Exactly these global CPU ids.
     List(Vec<CpuId>),
