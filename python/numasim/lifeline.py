@@ -124,7 +124,8 @@ def deferred_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-_abandoned: list[threading.Thread] = []
+#: The end of each abandoned call: set when it has returned.
+_abandoned: list[threading.Event] = []
 
 
 def interruptible(fn: Callable[..., T], *args: Any) -> T:
@@ -133,20 +134,23 @@ def interruptible(fn: Callable[..., T], *args: Any) -> T:
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
     box: dict[str, Any] = {}
+    ended = threading.Event()
 
     def call() -> None:
         try:
             box["value"] = fn(*args)
         except BaseException as e:  # raised again in the main thread
             box["error"] = e
+        finally:
+            ended.set()
 
-    t = threading.Thread(target=call, name="numasim-core-call", daemon=True)
-    t.start()
+    threading.Thread(target=call, name="numasim-core-call", daemon=True).start()
+    # Not Thread.join: interrupted, it takes the thread for ended (CPython's bpo-45274 fix).
     try:
-        while t.is_alive():
-            t.join(0.05)
+        while not ended.wait(0.05):
+            pass
     except KeyboardInterrupt:
-        _abandoned.append(t)
+        _abandoned.append(ended)
         raise
     if "error" in box:
         raise box["error"]
@@ -156,7 +160,7 @@ def interruptible(fn: Callable[..., T], *args: Any) -> T:
 def exit_now(code: int) -> None:
     """Ends the process with ``code`` at once if a call was abandoned (step 5), after flushing
     what was printed; otherwise returns."""
-    if any(t.is_alive() for t in _abandoned):
+    if not all(ended.is_set() for ended in _abandoned):
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
