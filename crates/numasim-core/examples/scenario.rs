@@ -1,7 +1,8 @@
 //! One benchmark scenario from the command line, without Python: for profiling (`perf record`)
 //! and quick before/after checks of the engine. Prints `bench::run`'s figures as JSON, the
-//! fastest of `repeat` runs. With `NUMASIM_WATCH=1` the engine asks a watch that never stops
-//! it as it runs (what the bindings do, minus their Ctrl-C check): the cost of asking.
+//! fastest of `repeat` runs. With `NUMASIM_WATCH=1` the engine asks a paced watch that never
+//! stops it as it runs (what the bindings do, minus taking the interpreter back every 20 ms):
+//! the cost of asking.
 //!
 //! ```text
 //! cargo run --release -p numasim-core --example scenario -- \
@@ -13,7 +14,7 @@ use std::path::Path;
 use std::ops::ControlFlow;
 
 use numasim_core::bench;
-use numasim_core::engine::{Progress, Watch};
+use numasim_core::engine::{Paced, Progress, Watch};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,11 +33,7 @@ fn main() {
     let m = numasim_core::machine::file::read(Path::new(machine)).unwrap_or_else(|e| fail(e));
     let builder = domains.parse().unwrap_or_else(|e| fail(e));
     let watched = std::env::var("NUMASIM_WATCH").is_ok_and(|v| v == "1");
-    let mut asked = 0u64;
-    let mut never_stop = |_: &Progress| {
-        asked += 1;
-        ControlFlow::Continue(())
-    };
+    let mut never_stop = Paced::new(|_: &Progress| ControlFlow::Continue(()));
     let best = (0..repeat.max(1))
         .map(|_| {
             let watch: Option<&mut dyn Watch> = if watched { Some(&mut never_stop) } else { None };

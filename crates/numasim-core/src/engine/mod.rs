@@ -41,7 +41,9 @@
 //!    affinity allows) and applied here: moves set the cache-refill penalty (0.1 ms in a
 //!    node, 0.5 ms × distance/10 across nodes), each attempt stalls the CPU that does it for
 //!    1 µs per runqueue, 0.2 µs per task examined and 5 µs per migration (all configurable).
-//! 6. The run ends when every process has completed; metrics are gathered from the states.
+//! 6. The run ends when every process has completed; metrics are gathered from the states. A
+//!    watched run (`run_watched`) also hands its watch the progress every
+//!    `WATCH_EVERY_EVENTS` events and ends, with no result, when the watch says stop (watch.rs).
 //!
 //! Determinism: one event order (time, then insertion sequence: keys are unique, so any correct
 //! priority queue pops the same sequence; a 4-ary heap, whose pops touch half the levels of a
