@@ -243,3 +243,18 @@ def test_bench_stops_with_its_scenario_process(how):
         assert_gone(cmd.seen)
     else:
         cmd.assert_stopped_cleanly(cmd.stop(SIGNALS[how]))
+
+
+def test_a_signal_while_files_are_written_waits_for_the_outermost_block():
+    from numasim.lifeline import deferred_interrupt
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_interrupt():
+            with deferred_interrupt():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                done.append("first file")
+            done.append("second file")
+    assert done == ["first file", "second file"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

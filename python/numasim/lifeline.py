@@ -103,13 +103,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_deferring = False
+
+
 @contextlib.contextmanager
 def deferred_interrupt() -> Iterator[None]:
     """Ctrl-C and SIGTERM wait until the block has ended, then raise ``KeyboardInterrupt``
-    (step 4). Only in the main thread; elsewhere the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    (step 4). Only in the main thread; elsewhere the block runs as it is. Nested, the outermost
+    block raises: a set of files is written whole too."""
+    global _deferring
+    if threading.current_thread() is not threading.main_thread() or _deferring:
+        yield  # elsewhere, or inside another such block, which raises at its end
         return
+    _deferring = True
     caught: list[int] = []
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s, handler in previous.items():
@@ -118,6 +124,7 @@ def deferred_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
+        _deferring = False
         for s, handler in previous.items():
             signal.signal(s, handler)
     if caught:
