@@ -249,12 +249,17 @@ def test_a_signal_while_files_are_written_waits_for_the_outermost_block():
     from numasim.lifeline import deferred_interrupt
 
     done = []
-    with pytest.raises(KeyboardInterrupt):
-        with deferred_interrupt():
+    # Ctrl-C as in a terminal, even where the test runs with SIGINT ignored (see Command).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
             with deferred_interrupt():
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.05)
-                done.append("first file")
-            done.append("second file")
+                with deferred_interrupt():
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.05)
+                    done.append("first file")
+                done.append("second file")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert done == ["first file", "second file"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
