@@ -263,3 +263,19 @@ def test_a_signal_while_files_are_written_waits_for_the_outermost_block():
     finally:
         signal.signal(signal.SIGINT, before)
     assert done == ["first file", "second file"]
+
+
+def test_a_sweep_prints_a_progress_line_every_few_seconds_when_not_a_terminal(monkeypatch, capsys):
+    from numasim.progress import bar
+
+    monkeypatch.setenv("NUMASIM_PROGRESS_S", "0.05")
+    with bar("runs") as b:  # capsys: stderr is not a terminal
+        task = b.add_task("origin-aware-m1", total=None)
+        b.update(task, completed=100, total=1000)  # found in the store: not a rate
+        for done in (200, 300, 1000):
+            time.sleep(0.06)
+            b.update(task, completed=done)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2  # none once all is done
+    assert lines[0].startswith("origin-aware-m1: 200 of 1 000 runs, 0 s elapsed, about ")
+    assert lines[1].startswith("origin-aware-m1: 300 of 1 000 runs, ")
