@@ -386,12 +386,14 @@ def _write(path: str, text: str) -> None:
     or a full disk never leaves half a file."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.numasim-tmp")
-    with _writing(path):
-        try:
-            with deferred_interrupt():
-                tmp.write_text(text)
-                tmp.replace(p)
-        finally:
+    try:
+        with deferred_interrupt():
+            tmp.write_text(text)
+            tmp.replace(p)
+    except OSError as e:  # named as the file asked for, not the temporary one
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
 
 
