@@ -824,7 +824,7 @@ def test_sigterm_stops_qemu_and_leaves_nothing_behind(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "numasim: aborted"
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "numasim: interrupted"
     assert not _qemus_of(tmp)
     assert not list(tmp.iterdir())
 

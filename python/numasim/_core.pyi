@@ -1,5 +1,7 @@
 """Type stubs of the compiled core (crates/numasim-py)."""
 
+from collections.abc import Callable
+
 class InputError(ValueError):
     """Bad user input: the message names the file, the place in it and the problem."""
 
@@ -64,6 +66,7 @@ def simulate(
     builder: str,
     record_trace: bool = False,
     assume: str = "",
+    on_progress: Callable[[int, int, int, int], object] | None = None,
 ) -> str: ...
 
 class Domains:

@@ -4,6 +4,9 @@ Each scenario runs in a fresh Python process, so its peak memory (``ru_maxrss``)
 The reported wall time is the fastest of ``repeat`` runs of the engine phase (domain building and
 workload generation are reported apart).
 
+Those processes end with the command, even a killed one (numasim.lifeline); Ctrl-C stops the
+run in progress within milliseconds.
+
 ``--scaling`` (data/bench/scaling.toml) sweeps the cost per process from 128 to 4 096 CPUs at
 equal load, a fresh process per point; ``--peer simso`` is numasim.peer.
 """
@@ -11,6 +14,7 @@ equal load, a fresh process per point; ``--peer simso`` is numasim.peer.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -63,6 +67,14 @@ def run_one(name: str) -> dict[str, Any]:
     return best
 
 
+#: The environment variable that gives a scenario's process the command's pid, to end with it.
+COMMAND_PID = "NUMASIM_COMMAND_PID"
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, COMMAND_PID: str(os.getpid())}
+
+
 def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
     """Every (or the named) scenario, each in a fresh process."""
     out = []
@@ -74,6 +86,7 @@ def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
             capture_output=True,
             text=True,
             check=True,
+            env=_child_env(),
         )
         out.append(json.loads(proc.stdout))
     return out
@@ -112,7 +125,8 @@ def run_scaling(cpus: list[int] | None = None) -> list[dict[str, Any]]:
         if cpus and c not in cpus:
             continue
         proc = subprocess.run([sys.executable, "-m", "numasim.bench", "--scaling-point", name],
-                              capture_output=True, text=True, check=True)  # fmt: skip
+                              capture_output=True, text=True, check=True,
+                              env=_child_env())  # fmt: skip
         out.append(json.loads(proc.stdout))
     return out
 
@@ -137,6 +151,10 @@ def scaling_text(points: list[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
+    if COMMAND_PID in os.environ:
+        from numasim.lifeline import die_with
+
+        die_with(int(os.environ[COMMAND_PID]))
     if sys.argv[1] == "--scaling-point":
         print(json.dumps(scaling_point(sys.argv[2])))
     else:

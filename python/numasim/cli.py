@@ -23,14 +23,18 @@ from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
 from numasim.errors import Interrupted
 from numasim.kernel.command import kernel_run, validate
+from numasim.lifeline import deferred_interrupt, exit_now, interruptible, stop_on_sigterm
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.names import file_part
+from numasim.progress import RunProgress
+from numasim.progress import bar as progress_bar
 from numasim.render import domains_text, machine_text, summary_text
 from numasim.saved import RunRecord
 from numasim.sim import SEED_MAX, Workload, default_domains, policies, simulate
 
 EXIT_BAD_INPUT = 2
-#: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+#: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C (SIGTERM too: it stops a
+#: command the same way).
 EXIT_INTERRUPTED = 130
 
 
@@ -85,15 +89,15 @@ def topology(
     builder = check_builder(builder, "--domains") if chosen else TOPOLOGY_DOMAINS
     if as_json:
         # Both parts come as JSON text from the core: no parse and re-serialisation here (a
-        # 2 000-node machine's domains are a gigabyte of JSON).
-        click.echo(
-            f'{{"machine": {m._core.to_json()}, "domains": {m._core.domains_json(builder)}}}'
-        )
+        # 2 000-node machine's domains are a gigabyte of JSON). Built where Ctrl-C stops it.
+        domains = interruptible(m._core.domains_json, builder)
+        click.echo(f'{{"machine": {m._core.to_json()}, "domains": {domains}}}')
         return
     description = next(b[1] for b in builders() if b[0] == builder)
+    hierarchies = interruptible(m.hierarchies, builder)
     click.echo(machine_text(m))
     click.echo()
-    click.echo(domains_text(m.hierarchies(builder), description))
+    click.echo(domains_text(hierarchies, description))
     if not chosen:
         click.echo()
         click.echo(topology_default_note())
@@ -204,16 +208,23 @@ def run(
     builder = check_builder(builder, "--domains") if builder else default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
-    result = simulate(m, workload, policy=policy, domains=builder, trace=traced,
-                      assume=_assume(assume))  # fmt: skip
+    assume = _assume(assume)
+    with RunProgress(f"{m.name} · {policy}") as progress:
+        # The core asks for Ctrl-C between events; one event can last seconds (the first
+        # balancing of 100 000 threads on one CPU): waited for apart, Ctrl-C is answered at once.
+        result = interruptible(lambda: simulate(m, workload, policy=policy, domains=builder,
+                                                trace=traced, assume=assume,
+                                                on_progress=progress))  # fmt: skip
     record = RunRecord.of(m, policy, builder, workload_spec, seed, result)
     written = []
-    if out:
-        written += _save_run(record, result, workload, Path(out))
-    if trace_file:
-        written.append(_write_trace(record, trace_file, window))
-    if report_file:
-        written.append(_write_report(record, report_file))
+    # Ctrl-C from here waits until every file is written whole, then stops the command.
+    with deferred_interrupt():
+        if out:
+            written += _save_run(record, result, workload, Path(out))
+        if trace_file:
+            written.append(_write_trace(record, trace_file, window))
+        if report_file:
+            written.append(_write_report(record, report_file))
     if as_json:
         click.echo(json.dumps(result.raw_summary))
         return
@@ -292,7 +303,8 @@ def trace(saved: str, trace_file: str | None, trace_window: str | None,
     written = [_write_trace(record, trace_file or str(Path(saved) / "trace.json"), window)]
     if report_file:
         try:
-            written.append(_write_report(record, report_file))
+            with deferred_interrupt():
+                written.append(_write_report(record, report_file))
         except InputError:
             raise
         except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -409,7 +421,7 @@ def _parse_window(text: str | None) -> tuple[float, float] | None:
 def _write_trace(record: RunRecord, path: str, window) -> str:
     from numasim.trace import trace_text
 
-    text = trace_text(record.machine, record.result_json, window, record.origin)
+    text = interruptible(trace_text, record.machine, record.result_json, window, record.origin)
     _write(path, text)
     if window and window[0] >= (makespan := record.result["summary"]["makespan_ms"]):
         click.echo(
@@ -429,13 +441,24 @@ def _write_trace(record: RunRecord, path: str, window) -> str:
 def _write_report(record: RunRecord, path: str) -> str:
     from numasim.run_report import html_report
 
-    _write(path, html_report(record))
+    _write(path, interruptible(html_report, record))
     return path
 
 
 def _write(path: str, text: str) -> None:
-    with _writing(path):
-        Path(path).write_text(text)
+    """``path`` written whole or not at all (a temporary file beside it, then a rename): Ctrl-C
+    or a full disk never leaves half a file."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.numasim-tmp")
+    try:
+        with deferred_interrupt():
+            tmp.write_text(text)
+            tmp.replace(p)
+    except OSError as e:  # named as the file asked for, not the temporary one
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -448,21 +471,9 @@ def _writing(path: str | Path) -> Iterator[None]:
 
 
 def _progress():
-    """A rich progress bar with ETA on a terminal's stderr; nothing elsewhere."""
-    import sys
-
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True)
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} runs"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not sys.stderr.isatty(),
-    )
+    """A rich progress bar with ETA on a terminal's stderr; a line every few seconds elsewhere
+    (numasim.progress)."""
+    return progress_bar("runs")
 
 
 def _count(n: int) -> str:
@@ -874,13 +885,18 @@ cli.add_command(validate)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the CLI and turns every input error into exit code 2 and one line."""
+    """Entry point: runs the CLI and turns every input error into exit code 2 and one line,
+    Ctrl-C and SIGTERM into one line and exit code 130."""
+    stop_on_sigterm()
     try:
-        cli.main(args=argv, prog_name="numasim", standalone_mode=False)
+        # Not cli.main: on Ctrl-C it prints an empty line before its own exception.
+        with cli.make_context("numasim", list(sys.argv[1:] if argv is None else argv)) as ctx:
+            cli.invoke(ctx)
     except click.exceptions.Exit as e:
         return e.exit_code
-    except click.Abort:
-        click.echo("numasim: aborted", err=True)
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("numasim: interrupted", err=True)
+        exit_now(EXIT_INTERRUPTED)  # a call of the core left running (topology, trace)
         return EXIT_INTERRUPTED
     except Interrupted as e:
         click.echo(

@@ -12,7 +12,8 @@ confidence and a master seed.
    reused; the rest are batched (replications of one cell that miss the same variants) and run
    on a local process pool (``--jobs``) or a Dask cluster (``Client(ADDR).get_executor()``).
 3. Each finished batch is one transaction of the SQLite store: a kill loses at most the batches
-   in flight; Ctrl-C cancels what is pending, stops the workers and keeps what finished.
+   in flight; Ctrl-C or SIGTERM cancels what is pending, stops the workers and keeps what
+   finished. Workers exit by themselves when the command is gone (numasim.lifeline).
 4. At the end: ``runs`` and ``summary`` as CSV and Parquet, figures as PNG and SVG.
 5. A run of a workload with applications (``app=`` specs, mixes: ``mix = NAME`` in a
    ``[[workload]]``) also keeps each application's completion, remote share and sync wait, and
@@ -42,6 +43,7 @@ from numasim import _core, schema
 from numasim._core import InputError
 from numasim.claims import CLAIM_KINDS
 from numasim.errors import Interrupted
+from numasim.lifeline import die_with
 from numasim.machine import MAX_SMALL_FILE_BYTES, check_builder, data_dir, read_text
 from numasim.sim import default_domains
 
@@ -777,8 +779,10 @@ def execute(
                         if on_progress:
                             on_progress(done, len(all_runs))
                 except KeyboardInterrupt:
-                    # A second Ctrl-C ends the process at once; this one stops the sweep.
-                    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+                    # A second Ctrl-C (or SIGTERM) ends the process at once; this one stops
+                    # the sweep.
+                    for sig in (signal.SIGINT, signal.SIGTERM):
+                        signal.signal(sig, lambda *_: os._exit(130))
                     ex.stop()
                     # Counted in the store: Ctrl-C may come between a batch's commit and
                     # `done` counting it. (Two variants may share a run, and its key.)
@@ -843,10 +847,12 @@ def check_budget(exp: Experiment, origin: str) -> None:
         )
 
 
-def ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (a terminal sends SIGINT to the
-    whole process group)."""
+def start_worker(command_pid: int) -> None:
+    """A worker leaves Ctrl-C to the command, which stops it (a terminal sends SIGINT to the
+    whole process group), and exits as soon as the command is gone, even killed with -9
+    (numasim.lifeline)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(command_pid)
 
 
 class _executor:
@@ -874,7 +880,8 @@ class _executor:
             self.ex = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=multiprocessing.get_context("forkserver"),
-                initializer=ignore_sigint,
+                initializer=start_worker,
+                initargs=(os.getpid(),),
             )
         return self
 

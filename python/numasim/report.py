@@ -14,6 +14,7 @@ Conventions (docs/experiments.md, "Reading the tables and figures"):
 from __future__ import annotations
 
 import math
+import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -492,10 +493,11 @@ class FigureDrawing:
     The processes inherit the tasks, closures over the results, so only the paths come back
     (over a pipe); a task's error is raised by ``result()``, as if it had run here. Each process
     draws a fixed share of the tasks and exits, ignores Ctrl-C (the command handles it), and is
-    terminated when the ``with`` block ends early (an error, Ctrl-C): no figure process
-    outlives the command's work. Fewer than two tasks, one job, or not Linux (``fork`` is the
-    start method that inherits the tasks, and only Linux's is safe with the libraries loaded):
-    the tasks run here, in ``result()``. The caller forks before writing Parquet, whose Arrow
+    terminated when the ``with`` block ends early (an error, Ctrl-C, SIGTERM) or killed when
+    the command is (numasim.lifeline): no figure process outlives the command's work. Fewer
+    than two tasks, one job, or not Linux (``fork`` is the start method that inherits the
+    tasks, and only Linux's is safe with the libraries loaded): the tasks run here, in
+    ``result()``. The caller forks before writing Parquet, whose Arrow
     threads a fork must not copy mid-work."""
 
     def __init__(self, tasks: list[FigureTask], jobs: int) -> None:
@@ -510,7 +512,8 @@ class FigureDrawing:
         for k in range(n):
             share = list(range(k, len(tasks), n))
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_draw_share, args=(tasks, share, send), daemon=True)
+            proc = ctx.Process(target=_draw_share, args=(tasks, share, send, os.getpid()),
+                               daemon=True)  # fmt: skip
             proc.start()
             send.close()
             self.procs.append((proc, recv, share))
@@ -545,13 +548,17 @@ class FigureDrawing:
         return files
 
 
-def _draw_share(tasks: list[FigureTask], share: list[int], send: Any) -> None:
+def _draw_share(tasks: list[FigureTask], share: list[int], send: Any, command_pid: int) -> None:
     """A figure process: draws its share of ``tasks`` and sends back ``(True, files)``, or
-    ``(False, error)`` at the first that fails."""
+    ``(False, error)`` at the first that fails; it ends with the command, even a killed one."""
     import pickle
     import signal
 
+    from numasim.lifeline import die_with
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the command's handler is not this one's
+    die_with(command_pid)
     try:
         message = (True, [tasks[i]() for i in share])
     except Exception as e:  # sent to the parent, which raises it

@@ -7,6 +7,7 @@ text (``numasim run``) never needs it, and importing it costs more than a small 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -210,6 +211,7 @@ def simulate(
     seed: int = 0,
     trace: bool = False,
     assume: Setting = None,
+    on_progress: Callable[[int, int, int, int], object] | None = None,
 ) -> Result:
     """Runs ``workload`` (a Workload or a spec string, generated with ``seed``) on ``machine``.
 
@@ -217,6 +219,11 @@ def simulate(
     sets the modelling assumptions (``numasim list assumptions``): a profile (``"paper"``),
     ``"NAME=VALUE,..."`` items, or a dict such as ``{"memory": "parent"}``; default: the
     ``linux`` profile. ``Result.assumptions`` holds the full resolved set.
+
+    ``on_progress(now_ns, done, processes, last_arrival_ns)`` is called every 20 ms of wall
+    time while the run lasts: the simulated time reached, the processes completed, their number
+    and the last arrival. Ctrl-C stops the run within milliseconds (``KeyboardInterrupt``), as
+    does an exception raised by ``on_progress``.
     """
     _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
     _check_type("workload", workload, (Workload, str), "a Workload or a spec 'n=100,kind=cpu'")
@@ -231,7 +238,13 @@ def simulate(
     builder = check_builder(domains) if domains else default_domains(policy, "policy")
     resolved = assumptions.resolve(assume, "assume")
     raw_json = _core.simulate(
-        machine._core, workload._core, policy, builder, trace, assumptions.canonical(resolved)
+        machine._core,
+        workload._core,
+        policy,
+        builder,
+        trace,
+        assumptions.canonical(resolved),
+        on_progress,
     )
     return Result(raw=json.loads(raw_json), raw_json=raw_json, assumptions=resolved)
 

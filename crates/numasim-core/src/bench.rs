@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::config::EngineConfig;
 use crate::domains::{BuildOptions, Builder};
+use crate::engine::{Outcome, Watch};
 use crate::error::Result;
 use crate::machine::Machine;
 use crate::workload::WorkloadSpec;
@@ -29,14 +30,17 @@ pub struct BenchResult {
     pub makespan_ms: f64,
 }
 
-/// Runs one scenario and times its phases.
+/// Runs one scenario and times its phases; `None` if `watch` stopped the run. With a watch the
+/// engine asks it every `WATCH_EVERY_EVENTS` events, as in the runs the bindings make, and the
+/// time includes that (the `scenario` example times a run without one, for comparison).
 pub fn run(
     machine: &Machine,
     spec: &str,
     seed: u64,
     policy_name: &str,
     builder: Builder,
-) -> Result<BenchResult> {
+    watch: Option<&mut dyn Watch>,
+) -> Result<Option<BenchResult>> {
     let t0 = Instant::now();
     let workload = WorkloadSpec::parse("scenario", spec)?.generate(
         "scenario",
@@ -47,10 +51,24 @@ pub fn run(
     let domains = builder.build(machine, &BuildOptions::default());
     let t2 = Instant::now();
     let config = EngineConfig::default();
-    let r = crate::run_policy(machine, &domains, &workload, policy_name, &config)?;
+    let outcome = match watch {
+        Some(w) => {
+            crate::run_policy_watched(machine, &domains, &workload, policy_name, &config, w)?
+        }
+        None => Outcome::Finished(Box::new(crate::run_policy(
+            machine,
+            &domains,
+            &workload,
+            policy_name,
+            &config,
+        )?)),
+    };
     let t3 = Instant::now();
+    let Some(r) = outcome.finished() else {
+        return Ok(None);
+    };
     let run_s = (t3 - t2).as_secs_f64();
-    Ok(BenchResult {
+    Ok(Some(BenchResult {
         processes: workload.processes.len(),
         cpus: machine.cpus(),
         events: r.events,
@@ -60,5 +78,5 @@ pub fn run(
         events_per_s: r.events as f64 / run_s.max(1e-12),
         mean_tat_ms: r.summary.mean_tat_ms,
         makespan_ms: r.summary.makespan_ms,
-    })
+    }))
 }

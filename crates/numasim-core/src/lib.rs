@@ -70,3 +70,22 @@ pub fn run_policy(
     let mut p = policy::by_name(policy, &ctx)?;
     engine::run(machine, domains, workload, p.as_mut(), config)
 }
+
+/// [`run_policy`] asking `watch` as it runs whether to go on (`engine::watch`): what the
+/// bindings run, so that Ctrl-C stops a long run and a terminal shows its progress.
+pub fn run_policy_watched(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &workload::Workload,
+    policy: &str,
+    config: &config::EngineConfig,
+    watch: &mut dyn engine::Watch,
+) -> Result<engine::Outcome> {
+    let ctx = interface::PolicyContext {
+        machine,
+        domains,
+        config,
+    };
+    let mut p = policy::by_name(policy, &ctx)?;
+    engine::run_watched(machine, domains, workload, p.as_mut(), config, watch)
+}

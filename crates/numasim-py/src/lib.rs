@@ -1,12 +1,18 @@
 //! `numasim._core`: thin PyO3 bindings of `numasim-core`. No logic lives here: every function
 //! converts arguments, calls the core, and converts the result or the error
 //! (`numasim_core::InputError` → `numasim._core.InputError`, a `ValueError`).
+//!
+//! Runs release the interpreter and take it back each time the engine asks its watch
+//! (`numasim_core::engine::watch`), to run Python's signal handlers: Ctrl-C raises
+//! `KeyboardInterrupt` out of a run within milliseconds, and the run is dropped.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use numasim_core::assumptions::{Assumptions, Registry};
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
+use numasim_core::engine::{Outcome, Paced, Progress, Watch};
 use numasim_core::machine::{file, sysfs};
 use numasim_core::trace::{self, RunEvents, Window};
 use numasim_core::workload::WorkloadSpec;
@@ -229,9 +235,60 @@ fn engine_config(record_trace: bool, assume: &str) -> PyResult<EngineConfig> {
     })
 }
 
+/// The watch of a run made from Python (paced: every 20 ms of wall-clock time, `PACE_MS`): it
+/// takes the interpreter back, runs the signal handlers and calls `on_progress(now_ns, done,
+/// processes, last_arrival_ns)` if given. An exception from either stops the run; it is kept
+/// here and raised once the interpreter is back.
+struct PyWatch<'a> {
+    on_progress: Option<&'a Py<PyAny>>,
+    raised: Option<PyErr>,
+}
+
+impl<'a> PyWatch<'a> {
+    fn new(on_progress: Option<&'a Py<PyAny>>) -> Paced<Self> {
+        Paced::new(Self {
+            on_progress,
+            raised: None,
+        })
+    }
+
+    /// The outcome's result, the exception that stopped the run, or the core's error.
+    fn finish<T>(
+        watch: Paced<Self>,
+        outcome: numasim_core::Result<Outcome>,
+        f: impl FnOnce(numasim_core::engine::RunResult) -> T,
+    ) -> PyResult<T> {
+        match outcome.map_err(input_err)? {
+            Outcome::Finished(r) => Ok(f(*r)),
+            Outcome::Stopped(_) => Err(watch.inner.raised.expect("stopped by an exception")),
+        }
+    }
+}
+
+impl Watch for PyWatch<'_> {
+    fn check(&mut self, p: &Progress) -> ControlFlow<()> {
+        let asked = Python::attach(|py| {
+            py.check_signals()?;
+            if let Some(f) = self.on_progress {
+                f.call1(py, (p.now_ns, p.done, p.processes, p.last_arrival_ns))?;
+            }
+            Ok(())
+        });
+        asked.map_or_else(
+            |e| {
+                self.raised = Some(e);
+                ControlFlow::Break(())
+            },
+            ControlFlow::Continue,
+        )
+    }
+}
+
 /// Runs `workload` on `machine` with `policy` over `builder` domains; the result as JSON text.
+/// `on_progress(now_ns, done, processes, last_arrival_ns)` is called every few milliseconds.
 #[pyfunction]
-#[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume=""))]
+#[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume="", on_progress=None))]
+#[allow(clippy::too_many_arguments)] // the Python signature, keyword arguments with defaults
 fn simulate(
     py: Python<'_>,
     machine: &Machine,
@@ -240,16 +297,19 @@ fn simulate(
     builder: &str,
     record_trace: bool,
     assume: &str,
+    on_progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let b: Builder = builder.parse().map_err(input_err)?;
     let (m, w) = (&machine.inner, &workload.inner);
     let config = engine_config(record_trace, assume)?;
-    py.detach(|| {
+    let mut watch = PyWatch::new(on_progress.as_ref());
+    let outcome = py.detach(|| {
         let domains = b.build(m, &BuildOptions::default());
-        let r = numasim_core::run_policy(m, &domains, w, policy, &config)?;
-        Ok(serde_json::to_string(&r).expect("serialisable"))
+        numasim_core::run_policy_watched(m, &domains, w, policy, &config, &mut watch)
+    });
+    PyWatch::finish(watch, outcome, |r| {
+        serde_json::to_string(&r).expect("serialisable")
     })
-    .map_err(input_err)
 }
 
 /// A machine's scheduling domains built once, for many runs on that machine (an experiment's
@@ -302,8 +362,10 @@ fn simulate_summary(
     }
     let (m, d, w) = (&machine.get().inner, &domains.inner, &workload.inner);
     let config = engine_config(false, assume)?;
-    py.detach(|| numasim_core::run_policy(m, d, w, policy, &config).map(|r| r.summary_json()))
-        .map_err(input_err)
+    let mut watch = PyWatch::new(None);
+    let outcome =
+        py.detach(|| numasim_core::run_policy_watched(m, d, w, policy, &config, &mut watch));
+    PyWatch::finish(watch, outcome, |r| r.summary_json())
 }
 
 /// The Perfetto trace-event JSON (text) of a traced run given as its JSON text (`simulate`'s
@@ -376,9 +438,12 @@ fn bench_run(
 ) -> PyResult<String> {
     let b: Builder = builder.parse().map_err(input_err)?;
     let m = &machine.inner;
-    py.detach(|| numasim_core::bench::run(m, spec, seed, policy, b))
-        .map(|r| serde_json::to_string(&r).expect("serialisable"))
-        .map_err(input_err)
+    let mut watch = PyWatch::new(None);
+    let r = py.detach(|| numasim_core::bench::run(m, spec, seed, policy, b, Some(&mut watch)));
+    match r.map_err(input_err)? {
+        Some(r) => Ok(serde_json::to_string(&r).expect("serialisable")),
+        None => Err(watch.inner.raised.expect("stopped by an exception")),
+    }
 }
 
 /// The balancing policies: `(name, description, reference, default domain builder)`.

@@ -41,7 +41,9 @@
 //!    affinity allows) and applied here: moves set the cache-refill penalty (0.1 ms in a
 //!    node, 0.5 ms × distance/10 across nodes), each attempt stalls the CPU that does it for
 //!    1 µs per runqueue, 0.2 µs per task examined and 5 µs per migration (all configurable).
-//! 6. The run ends when every process has completed; metrics are gathered from the states.
+//! 6. The run ends when every process has completed; metrics are gathered from the states. A
+//!    watched run (`run_watched`) also hands its watch the progress every
+//!    `WATCH_EVERY_EVENTS` events and ends, with no result, when the watch says stop (watch.rs).
 //!
 //! Determinism: one event order (time, then insertion sequence: keys are unique, so any correct
 //! priority queue pops the same sequence; a 4-ary heap, whose pops touch half the levels of a
@@ -53,10 +55,12 @@
 pub mod metrics;
 #[cfg(feature = "testutils")]
 pub mod scene;
+pub mod watch;
 mod wheel;
 
 use dary_heap::QuaternaryHeap;
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
@@ -76,6 +80,7 @@ use crate::state::{CpuState, GroupState, ProcState, SyncPoints};
 use crate::workload::{Kind, Workload};
 
 pub use metrics::{ProcResult, RunResult, Summary};
+pub use watch::{Outcome, Paced, Progress, Watch, WATCH_EVERY_EVENTS};
 
 /// One running interval of a process on a CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -992,6 +997,31 @@ pub fn run(
     policy: &mut dyn Policy,
     config: &EngineConfig,
 ) -> Result<RunResult> {
+    let outcome = start(machine, domains, workload, policy, config, None)?;
+    Ok(outcome.finished().expect("no watch stops the run"))
+}
+
+/// Runs `workload` like [`run`], asking `watch` every [`WATCH_EVERY_EVENTS`] events whether to
+/// go on (the `watch` module): [`Outcome::Stopped`] if it said stop.
+pub fn run_watched(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &Workload,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+    watch: &mut dyn Watch,
+) -> Result<Outcome> {
+    start(machine, domains, workload, policy, config, Some(watch))
+}
+
+fn start(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &Workload,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+    watch: Option<&mut dyn Watch>,
+) -> Result<Outcome> {
     workload.validate("workload", machine.cpus())?;
     if config.tick_ns == 0 || config.timeslice_ns == 0 {
         return Err(InputError::new(
@@ -999,7 +1029,7 @@ pub fn run(
             "tick and timeslice must be positive",
         ));
     }
-    drive(prepare(machine, domains, workload, config), policy)
+    drive(prepare(machine, domains, workload, config), policy, watch)
 }
 
 /// The state a run starts from.
@@ -1033,9 +1063,17 @@ fn prepare<'a>(
     s
 }
 
-/// Runs the event loop from `s` until every process has completed.
-fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
+/// Runs the event loop from `s` until every process has completed, or `watch` stops it.
+fn drive(
+    mut s: State<'_>,
+    policy: &mut dyn Policy,
+    mut watch: Option<&mut dyn Watch>,
+) -> Result<Outcome> {
     let n = s.w.workload.processes.len();
+    let last_arrival_ns = s
+        .arrivals
+        .last()
+        .map_or(0, |&pid| s.w.workload.processes[pid].arrival_ns);
     if let Some(slice) = policy.timeslice_ns().filter(|&t| t > 0) {
         s.slice_ns = slice;
         for p in &mut s.w.procs {
@@ -1088,6 +1126,20 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
         debug_assert!(t >= s.w.now, "time never goes backwards");
         s.set_now(t);
         s.events_processed += 1;
+        if s.events_processed & (WATCH_EVERY_EVENTS - 1) == 0 {
+            if let Some(w) = watch.as_deref_mut() {
+                let progress = Progress {
+                    now_ns: s.w.now,
+                    events: s.events_processed,
+                    done: s.done,
+                    processes: n,
+                    last_arrival_ns,
+                };
+                if w.check(&progress) == ControlFlow::Break(()) {
+                    return Ok(Outcome::Stopped(progress));
+                }
+            }
+        }
         match ev {
             Event::Arrive(pid) => arrive(&mut s, policy, pid),
             Event::Milestone(cpu, gen) => {
@@ -1123,7 +1175,7 @@ fn drive(mut s: State<'_>, policy: &mut dyn Policy) -> Result<RunResult> {
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value))
         .collect();
-    Ok(result)
+    Ok(Outcome::Finished(Box::new(result)))
 }
 
 /// The segment plan of `pid` if it is a thread of a structured application.
@@ -1760,7 +1812,10 @@ mod tests {
         if !wheel {
             s.wheel = wheel::Wheel::new(0); // takes nothing: every timer goes to the heap
         }
-        let r = drive(s, p.as_mut()).expect("completes");
+        let r = drive(s, p.as_mut(), None)
+            .expect("completes")
+            .finished()
+            .expect("no watch");
         serde_json::to_string(&r).expect("serialisable")
     }
 

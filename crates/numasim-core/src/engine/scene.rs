@@ -104,6 +104,6 @@ impl<'a> Scene<'a> {
                 s.push(t, Event::Arrive(pid));
             }
         }
-        super::drive(s, policy)
+        super::drive(s, policy, None).map(|o| o.finished().expect("no watch stops the run"))
     }
 }
