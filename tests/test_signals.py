@@ -279,3 +279,29 @@ def test_a_sweep_prints_a_progress_line_every_few_seconds_when_not_a_terminal(mo
     assert len(lines) == 2  # none once all is done
     assert lines[0].startswith("origin-aware-m1: 200 of 1 000 runs, 0 s elapsed, about ")
     assert lines[1].startswith("origin-aware-m1: 300 of 1 000 runs, ")
+
+
+def test_a_worker_started_for_a_pool_already_gone_prints_nothing(capsys):
+    """The fork server's hook drops the traceback of a worker that cannot rebuild its pool's
+    semaphore (the command stopped while the pool was starting it) and prints any other."""
+    import multiprocessing.synchronize as synchronize
+    import sys
+
+    import numasim.forkserver_init as hook
+
+    def failure(fn) -> tuple:
+        try:
+            fn()
+        except Exception:
+            return sys.exc_info()
+        raise AssertionError("no error")
+
+    # The real failure: rebuilding a semaphore whose name is gone.
+    gone = failure(lambda: synchronize.SemLock.__setstate__(
+        object.__new__(synchronize.Lock), (0, 1, 1, "/numasim-no-such-semaphore")))  # fmt: skip
+    assert gone[0] is FileNotFoundError
+    hook._excepthook(*gone)
+    assert capsys.readouterr().err == ""
+    other = failure(lambda: open("/numasim-no-such-file"))
+    hook._excepthook(*other)
+    assert "numasim-no-such-file" in capsys.readouterr().err

@@ -877,9 +877,11 @@ class _executor:
         else:
             # Workers come from a fork server, not from this process: a forked worker would
             # share the directory's lock (and hold it after this process is killed).
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["numasim.forkserver_init"])
             self.ex = ProcessPoolExecutor(
                 max_workers=self.jobs,
-                mp_context=multiprocessing.get_context("forkserver"),
+                mp_context=context,
                 initializer=start_worker,
                 initargs=(os.getpid(),),
             )
