@@ -165,8 +165,9 @@ def topology_default_note() -> str:
 @click.option(
     "--assume",
     default=None,
-    help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items, e.g. "
-    "paper or memory=parent,slice=work (numasim list assumptions; default: linux).",
+    help="Modelling assumptions: one profile (kernel26, faithful to the Linux 2.6.18 kernel, "
+    "or paper) and/or NAME=VALUE items, e.g. paper or paper,slice=wall; the profile is applied "
+    "first wherever it stands, then the items (numasim list assumptions; default: kernel26).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
@@ -667,8 +668,10 @@ _common_experiment_options = [
     click.option(
         "--assume",
         default=None,
-        help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items "
-        "(numasim list assumptions). Default: the experiment's profile (compare: linux).",
+        help="Modelling assumptions: one profile (kernel26, faithful to the Linux 2.6.18 "
+        "kernel, or paper) and/or NAME=VALUE items; the profile is applied first wherever it "
+        "stands, then the items (numasim list assumptions). Default: the experiment's profile "
+        "(compare: kernel26).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON."),
 ]
