@@ -400,7 +400,9 @@ def write_figures(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
     for machine in exp.machines:
         for w in exp.workloads:
             fig = figure(exp, a, machine, w.name)
-            stem = file_stem(exp.name, "ablation", Path(machine).stem, w.name)
+            stem = file_stem(
+                exp.name, "ablation", Path(machine).stem, report.workload_file_name(exp, w)
+            )
             paths += report.save_figure(fig, fig_dir / stem)
     return paths
 
