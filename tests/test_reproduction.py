@@ -242,3 +242,17 @@ def test_a_flip_replaces_an_assume_item_naming_the_same_assumption(reproduced):
     out = reproduction.flipped(exp, flip)
     assert out.assume == "paper,memory=parent"
     assert out.assumptions["memory"] == "parent"
+
+def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path):
+    from test_experiments import tiny as tiny_experiment
+
+    path = tiny_experiment(tmp_path, reps=2)  # 2 n × 3 variants × 2 replications: 12 runs
+    r = run("reproduce", path, "--out", tmp_path / "out", "--jobs", "1",
+            "--report", tmp_path / "r.html")  # fmt: skip
+    assert r.code == 0, r.err
+    assert r.err.splitlines()[0] == (
+        "--report includes the ablation (its page reports it), so it reruns the experiment once "
+        "per flipped assumption or choice (6): up to 72 runs beside the 12 asked, 84 in all "
+        "(runs already stored, and the cells a choice leaves as they are, are reused)"
+    )
+    assert "ablation: computed 72, reused 0" in r.out

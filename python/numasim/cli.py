@@ -495,6 +495,23 @@ def _import_report_modules() -> None:
     from numasim import app_report, comparison, report, reproduction, stats  # noqa: F401
 
 
+def _ablation_notice(exp, asked: bool) -> str:
+    """What the ablation adds to the runs asked for, said before anything runs: --report
+    includes it without --ablate."""
+    from numasim import reproduction
+
+    asked_runs = len(exp.cells()) * len(exp.variants) * exp.replications
+    flips = len(reproduction.plan(exp).flips)
+    more = flips * asked_runs
+    why = "--ablate" if asked else "--report includes the ablation (its page reports it), so it"
+    return (
+        f"{why} reruns the experiment once per flipped assumption or choice ({flips}): "
+        f"up to {_count(more)} runs beside the {_count(asked_runs)} asked, "
+        f"{_count(asked_runs + more)} in all (runs already stored, and the cells a choice "
+        "leaves as they are, are reused)"
+    )
+
+
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
                     fresh: bool, ablate: bool = False,
                     report_file: str | None = None) -> None:  # fmt: skip
@@ -507,6 +524,8 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     confidence = confidence or exp.confidence
     if report_file:
         _check_writable(report_file, "--report")  # before the sweep, not after it
+    if ablate or report_file:
+        click.echo(_ablation_notice(exp, ablate), err=True)
     with _progress() as bar:
         task = bar.add_task(exp.name, total=None)
 
