@@ -66,6 +66,9 @@ pub const PROFILES: [&str; 2] = ["kernel26", "paper"];
 /// Old profile names, refused with a pointer to the new one: `linux` read as the 6.x policy.
 pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 
+/// A setting split by [`Assumptions::split`]: its profile, if any, and its `NAME=VALUE` items.
+pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
+
 /// The assumptions, in registry order (the test below holds the file to it).
 pub const NAMES: [&str; 4] = ["memory", "slice", "wake", "exec"];
 
@@ -162,10 +165,7 @@ impl Assumptions {
     /// A setting's profile (at most one) and its `NAME=VALUE` items in the order given, checked:
     /// a second profile, an old profile name or an assumption named twice is an [`InputError`].
     /// Values are checked when they are set ([`Assumptions::set`]).
-    pub fn split<'a>(
-        origin: &str,
-        setting: &'a str,
-    ) -> Result<(Option<&'static str>, Vec<(&'a str, &'a str)>), InputError> {
+    pub fn split<'a>(origin: &str, setting: &'a str) -> Result<Split<'a>, InputError> {
         let mut profile: Option<&'static str> = None;
         let mut items: Vec<(&str, &str)> = Vec::new();
         for item in setting.split(',').map(str::trim).filter(|s| !s.is_empty()) {
