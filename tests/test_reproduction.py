@@ -232,7 +232,6 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake", "exec", "si"}
 
 
-
 def test_a_flip_replaces_an_assume_item_naming_the_same_assumption(reproduced):
     path, _, _ = reproduced
     exp = ex.load(path)
@@ -242,6 +241,7 @@ def test_a_flip_replaces_an_assume_item_naming_the_same_assumption(reproduced):
     out = reproduction.flipped(exp, flip)
     assert out.assume == "paper,memory=parent"
     assert out.assumptions["memory"] == "parent"
+
 
 def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path):
     from test_experiments import tiny as tiny_experiment
