@@ -27,7 +27,7 @@ PAPER = {"memory": "parent", "slice": "work", "wake": "idlest", "exec": "cpu"}
 
 def test_the_registry_has_two_profiles_and_a_source_for_every_value(run):
     assert a.names() == ["memory", "slice", "wake", "exec"]
-    assert a.resolve("linux") == LINUX
+    assert a.resolve("kernel26") == LINUX
     assert a.resolve("paper") == PAPER
     assert a.resolve(None) == LINUX  # the default: numasim's behaviour before issue 13
     r = run("list", "assumptions")
@@ -39,12 +39,17 @@ def test_the_registry_has_two_profiles_and_a_source_for_every_value(run):
             assert entry[p]["value"] in entry["values"]
     # The kernel sources name the function; the paper sources quote a sentence.
     for entry in a.registry()["assumption"]:
-        assert "2.6.18" in entry["linux"]["source"]
+        assert "2.6.18" in entry["kernel26"]["source"]
         assert '"' in entry["paper"]["source"]
 
 
-def test_settings_apply_left_to_right_and_bad_ones_say_what_is_wrong():
+def test_the_profile_comes_first_wherever_it_stands_and_bad_settings_say_what_is_wrong():
     assert a.resolve("paper,slice=wall") == {**PAPER, "slice": "wall"}
+    # An item is never undone by a profile named after it.
+    assert a.resolve("slice=wall,paper") == {**PAPER, "slice": "wall"}
+    assert a.resolve("memory=first-run, paper") == {**PAPER, "memory": "first-run"}
+    assert a.resolve("memory=parent,kernel26") == {**LINUX, "memory": "parent"}
+    assert a.resolve("memory=first-run,paper", base="kernel26") == {**PAPER, "memory": "first-run"}
     assert a.resolve({"memory": "parent"}) == {**LINUX, "memory": "parent"}
     assert a.resolve("wake=idlest", base="paper") == PAPER
     assert a.resolve("memory=first-run", base="memory=parent") == LINUX
@@ -54,6 +59,72 @@ def test_settings_apply_left_to_right_and_bad_ones_say_what_is_wrong():
         a.resolve("kernel", "x")
     with pytest.raises(TypeError, match="assume must be a profile"):
         a.resolve(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setting", ["paper,kernel26", "kernel26, paper", "paper,paper",
+                                     "paper,memory=parent,kernel26"])  # fmt: skip
+def test_two_profiles_are_refused(setting):
+    first, second = [i.strip() for i in setting.split(",") if "=" not in i]
+    with pytest.raises(InputError) as e:
+        a.resolve(setting, "--assume")
+    assert str(e.value) == (
+        f"--assume: two profiles ('{first}' and '{second}'); give one, and NAME=VALUE items to "
+        "change single assumptions"
+    )
+
+
+@pytest.mark.parametrize("setting", ["linux", "linux,memory=parent", "memory=parent, linux"])
+def test_the_old_profile_name_points_to_the_new_one(setting):
+    with pytest.raises(InputError) as e:
+        a.resolve(setting, "--assume")
+    assert str(e.value) == (
+        "--assume: the profile 'linux' is now called 'kernel26' (faithful to the Linux 2.6.18 "
+        "kernel; the policy 'linux' is Linux 6.x): give kernel26"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("paper,kernel26", "two profiles ('paper' and 'kernel26')"),
+        ("linux", "the profile 'linux' is now called 'kernel26'"),
+    ],
+)
+def test_the_same_rule_holds_on_the_command_line(run, setting, message):
+    for cmd in (["run", "--machine", "mehta-m3", "--workload", "n=4"],
+                ["compare", "--machine", "mehta-m3", "--workload", "n=4",
+                 "--policies", "linux26,origin-aware"]):  # fmt: skip
+        r = run(*cmd, "--assume", setting)
+        assert (r.code, r.out) == (2, ""), (cmd, r.err)
+        assert r.err.startswith(f"numasim: error: --assume: {message}"), r.err
+        assert r.err.count("\n") == 1
+
+
+def test_a_profile_after_an_item_on_the_command_line_keeps_the_item(run):
+    r = run("run", "--machine", "mehta-m3", "--workload", "n=10,kind=cpu",
+            "--assume", "memory=first-run,paper")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "assumptions: memory=first-run, slice=work, wake=idlest, exec=cpu\n" in r.out
+
+
+def test_the_api_applies_the_same_rule():
+    m = numasim.Machine.preset("mehta-m3")
+    r = numasim.simulate(m, "n=5,kind=cpu", seed=1, assume="memory=first-run,paper")
+    assert r.assumptions == {**PAPER, "memory": "first-run"}
+    with pytest.raises(InputError, match=r"^assume: two profiles"):
+        numasim.simulate(m, "n=5,kind=cpu", seed=1, assume="paper,kernel26")
+    with pytest.raises(InputError, match=r"^assume: the profile 'linux' is now called"):
+        numasim.simulate(m, "n=5,kind=cpu", seed=1, assume="linux")
+
+
+def test_an_experiment_file_naming_the_old_profile_is_refused_with_the_new_name(tmp_path):
+    path = _file(tmp_path, TINY.replace("seed = 7", 'seed = 7\nprofile = "linux"'))
+    with pytest.raises(InputError) as e:
+        ex.load(path)
+    assert str(e.value) == (
+        f"{path}: profile: the profile 'linux' is now called 'kernel26' (faithful to the Linux "
+        "2.6.18 kernel; the policy 'linux' is Linux 6.x): give kernel26"
+    )
 
 
 def test_the_api_runs_under_the_assumptions_it_is_given():
@@ -99,12 +170,12 @@ def test_stored_runs_are_keyed_by_their_assumptions(run, tmp_path):
     path = tiny(tmp_path, reps=2)
     r = run("reproduce", path, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
-    linux = "memory=first-run, slice=wall, wake=previous, exec=cpu (the linux profile)"
+    linux = "memory=first-run, slice=wall, wake=previous, exec=cpu (the kernel26 profile)"
     assert f"assumptions: {linux}" in r.out
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "slice=work")
     assert "computed 12, reused 0 of 12 runs" in r.out
     assert "assumptions: memory=first-run, slice=work, wake=previous, exec=cpu\n" in r.out
-    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "linux")
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26")
     assert "resumed 12 of 12 runs" in r.out
     with sqlite3.connect(out / "results.sqlite") as db:
         keys = [json.loads(k)["assumptions"] for (k,) in db.execute("SELECT key_json FROM runs")]
@@ -122,10 +193,18 @@ def test_an_experiment_s_profile_its_own_values_and_assume(tmp_path):
     sources = {name: why for name, _, why in exp.assumption_sources()}
     assert sources["wake"] == "the paper is silent; the kernel's value"
     assert sources["memory"].startswith("paper profile: Corrêa")
-    exp.assume = "linux"
+    exp.assume = "kernel26"
     assert exp.assumptions == LINUX
-    exp.assume = "linux,paper"  # back to the file's own profile: its values again
+    exp.assume = "paper"  # the file's own profile: its values again
     assert exp.assumptions == {**PAPER, "wake": "previous"}
+    # A profile comes first wherever it stands: the item after it, or before it, stays.
+    exp.assume = "memory=first-run,kernel26"
+    assert exp.assumptions == {**LINUX, "memory": "first-run"}
+    exp.assume = "memory=first-run,paper"
+    assert exp.assumptions == {**PAPER, "wake": "previous", "memory": "first-run"}
+    exp.assume = "kernel26,paper"
+    with pytest.raises(InputError, match=r"^--assume: two profiles"):
+        exp.assumptions  # noqa: B018
     exp.assume = "memory=first-run"
     assert exp.assumptions == {**PAPER, "wake": "previous", "memory": "first-run"}
     exp.assume = "wake=idlest"  # a value the file sets can be changed too
@@ -179,10 +258,10 @@ KERNEL_EXPERIMENTS = ("modern-baseline",)
 def test_every_reproduction_runs_its_paper_s_profile_with_a_sentence_for_every_value():
     for exp in ex.list_experiments():
         if exp.name in KERNEL_EXPERIMENTS:
-            assert exp.profile == "linux", exp.name
+            assert exp.profile == "kernel26", exp.name
             assert list(exp.set_assumptions) == a.names(), exp.name
             for name, (value, source) in exp.set_assumptions.items():
-                assert value == a.entry(name)["linux"]["value"], (exp.name, name)
+                assert value == a.entry(name)["kernel26"]["value"], (exp.name, name)
                 assert "2.6.18" in source and "6.x" in source, (exp.name, name)
             continue
         assert exp.name.startswith(PAPER_FAMILIES)
@@ -191,7 +270,7 @@ def test_every_reproduction_runs_its_paper_s_profile_with_a_sentence_for_every_v
         assert list(exp.set_assumptions) == a.names(), exp.name
         for name, (value, source) in exp.set_assumptions.items():
             assert len(source) > 60, (exp.name, name)
-            if value == a.entry(name)["linux"]["value"]:
+            if value == a.entry(name)["kernel26"]["value"]:
                 assert "2.6.18" in source, (exp.name, name)  # the kernel's value: its function
             else:
                 assert '"' in source, (exp.name, name)  # a paper's value: its sentence

@@ -252,7 +252,7 @@ CLAIM0 = 'kind = "smallest"\npolicy = "linux26@flat"'
          "unknown key 'claim.1.colour'; allowed: among, kind, metric, pairs, policies, policy, "
          "quote, source, tolerance_pct, versus, x_max, x_min"),
         (('quote = "Flat is the fastest."\n', ""), "missing key 'claim.0.quote'"),
-        (("seed = 5", 'seed = 5\nprofile = "kernel"'), "profile: must be one of linux, paper"),
+        (("seed = 5", 'seed = 5\nprofile = "kernel"'), "profile: must be one of kernel26, paper"),
         (("x_max = 20", 'x_max = 20\nmetric = "speed"'),
          "claim.1.metric: must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
          "far_from_origin, far_from_origin_pct, mean_remote_factor, mean_app_tat_ms, "

@@ -118,11 +118,12 @@ def test_the_caption_says_what_the_error_bars_are(fig_of, tmp_path):
     one = stats.summarize(runs_for(experiment(reps=1), tat), 0.95)
     assert report.caption(exp, one) == (
         "no error bars: fewer than 2 replications\n"
-        "assumptions: memory=first-run, slice=wall, wake=previous, exec=cpu (the linux profile)"
+        "assumptions: memory=first-run, slice=wall, wake=previous, exec=cpu (the kernel26 profile)"
     )
     # The second line names the modelling assumptions the figure was made under.
     assert text.endswith(
-        "\nassumptions: memory=first-run, slice=wall, wake=previous, exec=cpu (the linux profile)"
+        "\nassumptions: memory=first-run, slice=wall, wake=previous, exec=cpu "
+        "(the kernel26 profile)"
     )
 
 
@@ -178,7 +179,9 @@ def test_titles_carry_the_workload_spec(fig_of):
     assert "mehta-m1 · W1 (kind=cpu,exec=200,arrival=same)" in texts(fig_of(experiment()))
     # `numasim compare`: no title, one workload named "w", perhaps no spec.
     adhoc = experiment(title="", workload=WorkloadDef("w", ""), ns=[30])
-    assert "mehta-m1 · workload defaults · n = 30" in texts(fig_of(adhoc))
+    # Only n: labelled by the defaults' values, not "w".
+    label = "mehta-m1 · kind=cpu,exec=200,arrival=same (the defaults) · n = 30"
+    assert label in texts(fig_of(adhoc))
     spec = experiment(title="", workload=WorkloadDef("w", "kind=io"), ns=[30])
     assert "mehta-m1 · kind=io · n = 30" in texts(fig_of(spec))
 
@@ -264,7 +267,7 @@ def test_compare_tables_have_no_empty_labels():
     assert first == ("compare: origin-aware@multilevel and origin-aware:v2=off vs "
                      "linux26@multilevel")  # fmt: skip
     assert "()" not in table and " w " not in table
-    assert "mehta-m1 · workload defaults" in table
+    assert "mehta-m1 · kind=cpu,exec=200,arrival=same (the defaults)" in table
 
 
 def test_gains_and_json_name_the_metric_and_its_unit():
@@ -330,3 +333,47 @@ def test_one_task_or_one_job_is_drawn_here(tmp_path):
         with report.FigureDrawing(tasks, jobs) as drawing:
             assert drawing.pids == []
             assert drawing.result() == [[tmp_path / str(os.getpid())]] * len(tasks)
+
+
+def test_the_default_workload_label_is_what_only_n_generates():
+    import numasim
+
+    m = numasim.Machine.preset("mehta-m1")
+    only_n = numasim.Workload.generate(m, "n=20", 3).to_dataframe()
+    spelled = numasim.Workload.generate(m, f"n=20,{report.DEFAULT_WORKLOAD}", 3).to_dataframe()
+    pd.testing.assert_frame_equal(only_n, spelled)
+
+
+def tiny_difference(n, i, r):
+    """A turnaround of 200 ms that differs by 0.001 ms between the variants."""
+    return 200.003 + 0.001 * (i == 0)
+
+
+@pytest.mark.parametrize("ns", [[10], [10, 20]])
+def test_a_tiny_difference_does_not_fill_the_panel_and_ticks_have_no_offset(fig_of, ns):
+    fig = fig_of(experiment(ns=ns), tiny_difference)
+    ax1, ax2 = fig.get_axes()[:2]
+    axis = "x" if len(ns) == 1 else "y"
+    for ax, span in ((ax1, 0.02 * 200), (ax2, report.MIN_GAIN_SPAN_PP)):
+        a = ax.xaxis if axis == "x" else ax.yaxis
+        assert a.get_offset_text().get_text() == "", ax.get_title()
+        lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+        assert hi - lo >= span * 0.999, ax.get_title()
+        assert all("e" not in t.get_text() for t in a.get_ticklabels())
+
+
+def wide(n, i, r):
+    """Two replications far apart: a t-interval of the mean reaching far below 0."""
+    return [10.0, 400.0][r % 2] + i
+
+
+def test_two_replications_bars_stop_at_0_and_the_caption_says_they_are_wide(fig_of):
+    exp = experiment(ns=[10], reps=2)
+    fig = fig_of(exp, wide)
+    ax1 = fig.get_axes()[0]
+    for c in ax1.containers:
+        (bars,) = c.lines[2]
+        assert min(seg[:, 0].min() for seg in bars.get_segments()) == 0
+    (caption,) = [t for t in texts(fig) if t.startswith("error bars:")]
+    assert "with 2 replications the interval is ±12.7 standard errors: wide" in caption
+    assert "TAT bars stop at 0" in caption

@@ -74,11 +74,11 @@ def reproduced(tmp_path_factory):
 def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduced):
     path, out, _ = reproduced
     p = reproduction.plan(ex.load(path))
-    # The file runs the linux profile with memory=parent (the paper's value): only slice and
+    # The file runs the kernel26 profile with memory=parent (the paper's value): only slice and
     # wake differ from the paper profile; exec, which both profiles read alike, is flipped to
     # its other value; of the open choices only origin-aware's si applies (an IO workload with
     # uniform arrivals: neither m nor the random window).
-    assert (p.current, p.other) == ("linux", "paper")
+    assert (p.current, p.other) == ("kernel26", "paper")
     assert [(f.name, f.value, f.flipped, f.choice) for f in p.flips] == [
         ("slice", "wall", "work", False), ("wake", "previous", "idlest", False),
         ("exec", "cpu", "total", False), ("si", "queued", "all", True)]  # fmt: skip
@@ -230,3 +230,29 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     data = json.loads(r.out)
     assert len(data["rows"]) == 3 and len(data["ablation"]) == 12
     assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake", "exec", "si"}
+
+
+def test_a_flip_replaces_an_assume_item_naming_the_same_assumption(reproduced):
+    path, _, _ = reproduced
+    exp = ex.load(path)
+    exp.assume = "memory=first-run,paper"  # the profile first, then the item: memory stays
+    assert exp.assumptions["memory"] == "first-run"
+    flip = next(f for f in reproduction.plan(exp).flips if f.name == "memory")
+    out = reproduction.flipped(exp, flip)
+    assert out.assume == "paper,memory=parent"
+    assert out.assumptions["memory"] == "parent"
+
+
+def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path):
+    from test_experiments import tiny as tiny_experiment
+
+    path = tiny_experiment(tmp_path, reps=2)  # 2 n × 3 variants × 2 replications: 12 runs
+    r = run("reproduce", path, "--out", tmp_path / "out", "--jobs", "1",
+            "--report", tmp_path / "r.html")  # fmt: skip
+    assert r.code == 0, r.err
+    assert r.err.splitlines()[0] == (
+        "--report includes the ablation (its page reports it), so it reruns the experiment once "
+        "per flipped assumption or choice (6): up to 72 runs beside the 12 asked, 84 in all "
+        "(runs already stored, and the cells a choice leaves as they are, are reused)"
+    )
+    assert "ablation: computed 72, reused 0" in r.out

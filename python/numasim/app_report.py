@@ -344,7 +344,9 @@ def figure_tasks(out: Path, exp: Experiment, a: AppResults) -> list[report.Figur
 
     tasks = []
     for machine, w, n in _cells(exp, a):
-        tail = file_stem(Path(machine).stem, w.name) + (f"-n{n}" if len(exp.ns) > 1 else "")
+        tail = file_stem(Path(machine).stem, report.workload_file_name(exp, w)) + (
+            f"-n{n}" if len(exp.ns) > 1 else ""
+        )
         for kind, draw in zip(FIGURE_KINDS, (completion_figure, gain_figure), strict=True):
             tasks.append(
                 task(draw, machine, w, n, fig_dir / f"{file_stem(exp.name, 'apps', kind)}-{tail}")

@@ -1,10 +1,12 @@
 """Modelling assumptions: the registry the core ships, and settings resolved by it.
 
-A setting is what ``--assume``, the ``assume=`` keyword and an experiment file give: a profile
-(``linux``, ``paper``), ``NAME=VALUE`` items, or both, applied left to right
-(``paper,slice=wall``); a mapping ``{"memory": "parent"}`` in Python. The core parses it
-(``numasim_core::assumptions``) and returns the full resolved set, which stored results are keyed
-by and every table and figure prints.
+A setting is what ``--assume``, the ``assume=`` keyword and an experiment file give: at most one
+profile (``kernel26``, ``paper``) and ``NAME=VALUE`` items; the profile is applied first wherever
+it stands, then the items (``paper,slice=wall`` and ``slice=wall,paper`` are the same); a mapping
+``{"memory": "parent"}`` in Python. The core parses and checks it (``numasim_core::assumptions``:
+two profiles, ``linux``, the profile's old name, and an assumption named twice are refused) and
+returns the full resolved set, which stored results are keyed by and every table and figure
+prints.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from numasim import _core
 
 Setting = str | Mapping[str, str] | None
 
-PROFILES = ("linux", "paper")
+PROFILES = ("kernel26", "paper")
 
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, Any]:
-    """``{"profiles": {name: description}, "assumption": [{name, description, values, linux,
+    """``{"profiles": {name: description}, "assumption": [{name, description, values, kernel26,
     paper}]}`` (crates/numasim-core/data/assumptions.toml)."""
     return json.loads(_core.assumptions_registry())
 
@@ -62,17 +64,23 @@ def resolve(
     base: Setting = None,
     profile: Callable[[str], dict[str, str]] | None = None,
 ) -> dict[str, str]:
-    """The full set of assumptions ``setting`` gives, on top of ``base`` (default: the linux
-    profile), in registry order; an unknown name or value, or a name given twice within one
-    setting, is an InputError naming ``origin``. ``setting`` may change what ``base`` set. A
-    profile item starts over from ``profile(name)`` (default: that profile's values)."""
-    out = dict(_core.resolve_assumptions(origin, text(base)))
+    """The full set of assumptions ``setting`` gives, in registry order. Its profile, if it
+    names one, is applied first wherever it stands: ``profile(name)`` (default: that profile's
+    values); else it starts from ``base`` (default: the kernel26 profile). Its ``NAME=VALUE``
+    items then change single assumptions. An unknown name or value, two profiles or a name
+    given twice within one setting is an InputError naming ``origin``."""
     setting = text(setting)
-    _core.resolve_assumptions(origin, setting)  # checks the whole setting
-    for item in (i.strip() for i in setting.split(",")):
-        if item in PROFILES:
-            out = profile(item) if profile else dict(_core.resolve_assumptions(origin, item))
-        elif item:
+    _core.resolve_assumptions(origin, setting)  # checks the whole setting (the core's rule)
+    items = [i.strip() for i in setting.split(",") if i.strip()]
+    named = next((i for i in items if "=" not in i), None)
+    if named is None:
+        out = dict(_core.resolve_assumptions(origin, text(base)))
+    elif profile:
+        out = profile(named)
+    else:
+        out = dict(_core.resolve_assumptions(origin, named))
+    for item in items:
+        if "=" in item:
             name, value = item.split("=", 1)
             out[name.strip()] = value.strip()
     return out
@@ -100,9 +108,12 @@ def describe(resolved: Mapping[str, str]) -> str:
 
 def listing() -> str:
     """What ``numasim list assumptions`` prints."""
-    lines = ["Profiles (--assume PROFILE, then NAME=VALUE items to change single assumptions):"]
+    lines = [
+        "Profiles (--assume PROFILE and NAME=VALUE items to change single assumptions; the "
+        "profile is applied first):"
+    ]
     for name, desc in registry()["profiles"].items():
-        lines.append(f"  {name:<7} {desc}")
+        lines.append(f"  {name:<8} {desc}")
     for a in registry()["assumption"]:
         lines += ["", f"{a['name']}: {a['description']}"]
         for value, meaning in a["values"].items():

@@ -165,8 +165,9 @@ def topology_default_note() -> str:
 @click.option(
     "--assume",
     default=None,
-    help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items, e.g. "
-    "paper or memory=parent,slice=work (numasim list assumptions; default: linux).",
+    help="Modelling assumptions: one profile (kernel26, faithful to the Linux 2.6.18 kernel, "
+    "or paper) and/or NAME=VALUE items, e.g. paper or paper,slice=wall; the profile is applied "
+    "first wherever it stands, then the items (numasim list assumptions; default: kernel26).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Write CSV/JSON here.")
@@ -494,6 +495,23 @@ def _import_report_modules() -> None:
     from numasim import app_report, comparison, report, reproduction, stats  # noqa: F401
 
 
+def _ablation_notice(exp, asked: bool) -> str:
+    """What the ablation adds to the runs asked for, said before anything runs: --report
+    includes it without --ablate."""
+    from numasim import reproduction
+
+    asked_runs = len(exp.cells()) * len(exp.variants) * exp.replications
+    flips = len(reproduction.plan(exp).flips)
+    more = flips * asked_runs
+    why = "--ablate" if asked else "--report includes the ablation (its page reports it), so it"
+    return (
+        f"{why} reruns the experiment once per flipped assumption or choice ({flips}): "
+        f"up to {_count(more)} runs beside the {_count(asked_runs)} asked, "
+        f"{_count(asked_runs + more)} in all (runs already stored, and the cells a choice "
+        "leaves as they are, are reused)"
+    )
+
+
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
                     fresh: bool, ablate: bool = False,
                     report_file: str | None = None) -> None:  # fmt: skip
@@ -506,6 +524,8 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     confidence = confidence or exp.confidence
     if report_file:
         _check_writable(report_file, "--report")  # before the sweep, not after it
+    if ablate or report_file:
+        click.echo(_ablation_notice(exp, ablate), err=True)
     with _progress() as bar:
         task = bar.add_task(exp.name, total=None)
 
@@ -667,8 +687,10 @@ _common_experiment_options = [
     click.option(
         "--assume",
         default=None,
-        help="Modelling assumptions: a profile (linux, paper) and/or NAME=VALUE items "
-        "(numasim list assumptions). Default: the experiment's profile (compare: linux).",
+        help="Modelling assumptions: one profile (kernel26, faithful to the Linux 2.6.18 "
+        "kernel, or paper) and/or NAME=VALUE items; the profile is applied first wherever it "
+        "stands, then the items (numasim list assumptions). Default: the experiment's profile "
+        "(compare: kernel26).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON."),
 ]

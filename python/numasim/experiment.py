@@ -124,7 +124,7 @@ class Experiment:
     #: The metric of the table, the gains and the figures (a key of METRIC_LABELS).
     metric: str = "mean_tat_ms"
     #: The profile the experiment runs under by default (docs/assumptions.md).
-    profile: str = "linux"
+    profile: str = "kernel26"
     #: Values the file sets on top of its profile: name → (value, the paper's sentence).
     set_assumptions: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: ``--assume`` given to this run of the experiment, if any.
@@ -146,8 +146,9 @@ class Experiment:
     @property
     def assumptions(self) -> dict[str, str]:
         """The resolved assumptions this run of the experiment is made under: the profile,
-        the file's values, then ``--assume`` items left to right (a profile item starts over
-        from that profile, with the file's values when it is the experiment's own)."""
+        the file's values, then ``--assume``: its profile first wherever it stands (starting over
+        from that profile, with the file's values when it is the experiment's own), then its
+        items."""
         from numasim import assumptions as a
 
         own = ",".join(f"{k}={v}" for k, (v, _) in self.set_assumptions.items())
@@ -314,7 +315,7 @@ class ExperimentFile(_Strict):
     seed: int = Field(ge=0, lt=2**63)
     metric: Literal[tuple(METRIC_LABELS)] = "mean_tat_ms"  # type: ignore[valid-type]
     #: The modelling-assumption profile it runs under by default (``numasim list assumptions``).
-    profile: Literal["linux", "paper"] = "linux"
+    profile: Literal["kernel26", "paper"] = "kernel26"
     #: Values set on top of the profile, each with its source: ``memory = {value, source}``.
     assumptions: dict[str, _AssumptionEntry] = {}
     reference: _Reference | None = None
@@ -343,7 +344,7 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
     # A value outside a fixed list: the list of the key it was given for.
     first = e.errors()[0]
     key = next((k for k in reversed(first["loc"]) if isinstance(k, str)), "")
-    choices = {"profile": ("linux", "paper"), "kind": CLAIM_KINDS,
+    choices = {"profile": ("kernel26", "paper"), "kind": CLAIM_KINDS,
                "x_scale": ("linear", "log")}.get(key, METRIC_LABELS)  # fmt: skip
     messages = {"literal_error": f"must be one of {', '.join(choices)}"}
     if first["type"] == "too_short" and not first.get("input"):
@@ -354,6 +355,10 @@ def _schema_error(origin: str, e: ValidationError) -> InputError:
 def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     """Checks an experiment's keys and values; every problem is one InputError line that names
     the key path (``workload.1.spec``, ``sweep.n.0``)."""
+    from numasim import assumptions as a
+
+    if data.get("profile") in ("linux",):
+        a.resolve(data["profile"], f"{origin}: profile")  # the old name: the new one, in one line
     try:
         f = ExperimentFile.model_validate(data)
     except ValidationError as e:
@@ -370,8 +375,6 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         twice = sorted({str(x) for x in items if items.count(x) > 1})
         if twice:
             raise InputError(f"{origin}: {key}: {', '.join(twice)} named more than once")
-    from numasim import assumptions as a
-
     for name, entry in f.assumptions.items():
         a.resolve(f"{name}={entry.value}", f"{origin}: assumptions.{name}")
     exp = Experiment(

@@ -89,11 +89,21 @@ def experiment_title(exp: Experiment) -> str:
     return f"{' and '.join(v.label for v in exp.policies)} vs {exp.baseline.label}"
 
 
+#: What a workload spec that gives only ``n`` generates (docs/workloads.md, the defaults; a test
+#: holds the two to the same processes): how such a workload is labelled and its files named.
+DEFAULT_WORKLOAD = "kind=cpu,exec=200,arrival=same"
+
+
+def _ad_hoc(exp: Experiment) -> bool:
+    """An untitled one-workload experiment (``numasim compare``, whose workload is named "w")."""
+    return not exp.title and len(exp.workloads) == 1
+
+
 def workload_label(exp: Experiment, w: WorkloadDef) -> str:
     """``W1 (kind=cpu,exec=200)``; an untitled one-workload experiment (``numasim compare``,
-    whose workload is named "w") is labelled by its spec alone."""
-    if not exp.title and len(exp.workloads) == 1:
-        return w.spec or "workload defaults"
+    whose workload is named "w") is labelled by its spec alone, or by the defaults' values."""
+    if _ad_hoc(exp):
+        return w.spec or f"{DEFAULT_WORKLOAD} (the defaults)"
     if w.mix:  # a mix's spec is long: its name says it (numasim run --workload MIX prints it)
         return f"{w.name} (mix {w.mix})"
     return f"{w.name} ({w.spec})" if w.spec else w.name
@@ -313,15 +323,50 @@ def _style(i: int) -> dict[str, Any]:
             "ms": 6, "capsize": 3, "elinewidth": 1}  # fmt: skip
 
 
+#: The smallest span of a gain panel's axis, in percentage points: a 0.0005 % difference is drawn
+#: as the nothing it is, not across the whole panel.
+MIN_GAIN_SPAN_PP = 1.0
+#: The smallest span of a metric panel's axis, as a share of its values' size.
+MIN_METRIC_SPAN = 0.02
+
+
 def caption(exp: Experiment, summary: pd.DataFrame) -> str:
-    """What the error bars are: the interval, its confidence and the replication count."""
+    """What the error bars are: the interval, its confidence and the replication count; with
+    2 replications, that the interval is wide, and where a metric's bars are cut at 0."""
     counts = summary["replications"] if len(summary) else pd.Series([0])
     if counts.max() < 2:
         return "no error bars: fewer than 2 replications\n" + describe(exp.assumptions)
     conf = summary["confidence"].iloc[0] if "confidence" in summary else exp.confidence
+    note = ""
+    if counts.min() == 2:
+        from scipy import stats as sst
+
+        t = float(sst.t.ppf((1 + conf) / 2, 1))
+        note = f"; with 2 replications the interval is ±{t:.3g} standard errors: wide"
+    if len(summary) and (summary["mean"] - summary["half_width"].fillna(0) < 0).any():
+        note += f"; {metric_names(exp.metric)[0]} bars stop at 0"
     return (f"error bars: {confidence_text(conf)} t-interval, {_replications_text(counts)} "
-            "paired replications (every variant runs the same workloads)\n"
+            f"paired replications (every variant runs the same workloads){note}\n"
             + describe(exp.assumptions))  # fmt: skip
+
+
+def _metric_err(d: pd.DataFrame) -> list[Any]:
+    """A metric's error bars, below and above: no metric is negative, so none reaches below 0
+    (a 2-replication interval of a turnaround can)."""
+    half = d["half_width"].fillna(0)
+    return [np.minimum(half, d["mean"].clip(lower=0)), half]
+
+
+def _readable(ax: Any, axis: str, min_span: float, share: float = 0.0) -> None:
+    """Plain tick labels on ``axis`` (no "+2e2" offset, no scientific notation), and a range
+    narrower than ``min_span`` or ``share`` of its values' size widened to it around its
+    centre, so that a difference too small to mean anything does not fill the panel."""
+    ax.ticklabel_format(axis=axis, useOffset=False, style="plain")
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    need = max(min_span, share * max(abs(lo), abs(hi)))
+    if hi - lo < need:
+        mid = (lo + hi) / 2
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(mid - need / 2, mid + need / 2)
 
 
 def gain_title(exp: Experiment) -> str:
@@ -381,7 +426,7 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
 
     for i, v in enumerate(exp.variants):
         d = s[s.policy == v.label].sort_values("n")
-        ax1.errorbar(d.n + dodge(i), d["mean"], yerr=d["half_width"].fillna(0), label=v.label,
+        ax1.errorbar(d.n + dodge(i), d["mean"], yerr=_metric_err(d), label=v.label,
                      ls=_LINES[i % len(_LINES)], **_style(i))  # fmt: skip
     for i, v in enumerate(exp.policies, start=1):
         d = g[g.policy == v.label].sort_values("n")
@@ -403,6 +448,8 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> 
         ax.set_xlim(ns[0] - pad, ns[-1] + pad)
         ax.set_xlabel("processes (n)")
         ax.grid(alpha=0.3)
+    _readable(ax1, "y", 0.0, MIN_METRIC_SPAN)
+    _readable(ax2, "y", MIN_GAIN_SPAN_PP)
     ax1.set_ylabel(METRIC_LABELS[exp.metric])
     ax2.set_ylabel(f"{metric_names(exp.metric)[1]} (%)")
     ax2.set_title(textwrap.fill(gain_title(exp), 60), fontsize=10)
@@ -437,7 +484,7 @@ def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> No
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     for i, v in enumerate(exp.variants):
         d = s[s.policy == v.label]
-        ax1.errorbar(d["mean"], [i] * len(d), xerr=d["half_width"].fillna(0), ls="none",
+        ax1.errorbar(d["mean"], [i] * len(d), xerr=_metric_err(d), ls="none",
                      **_style(i))  # fmt: skip
     for i, v in enumerate(exp.policies, start=1):
         d = g[g.policy == v.label]
@@ -453,6 +500,8 @@ def _dot_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> No
     # The baseline's row has no gain: say so instead of leaving a blank.
     ax2.text(0.5, 0, "(baseline)", transform=ax2.get_yaxis_transform(), ha="center",
              va="center", fontsize=8, color="grey")  # fmt: skip
+    _readable(ax1, "x", 0.0, MIN_METRIC_SPAN)
+    _readable(ax2, "x", MIN_GAIN_SPAN_PP)
     ax1.set_xlabel(METRIC_LABELS[exp.metric])
     ax2.set_xlabel(f"{metric_names(exp.metric)[1]} (%)")
     ax2.set_title(textwrap.fill(gain_title(exp), 60), fontsize=10)
@@ -470,10 +519,16 @@ def figure_tasks(out: Path, exp: Experiment, summary: pd.DataFrame,
     fig_dir.mkdir(exist_ok=True)
 
     def task(machine: str, w: WorkloadDef) -> FigureTask:
-        stem = file_stem(exp.name, Path(machine).stem, w.name)  # a machine may be a file path
+        stem = file_stem(exp.name, Path(machine).stem, workload_file_name(exp, w))
         return lambda: save_figure(figure(exp, machine, w, summary, gains), fig_dir / stem)
 
     return [task(machine, w) for machine in exp.machines for w in exp.workloads]
+
+
+def workload_file_name(exp: Experiment, w: WorkloadDef) -> str:
+    """A workload's part of a file name: its name, or for ``numasim compare`` (whose workload is
+    named "w") its spec or the defaults' values."""
+    return (w.spec or DEFAULT_WORKLOAD) if _ad_hoc(exp) else w.name
 
 
 def write_figures(out: Path, exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame):

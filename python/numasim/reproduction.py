@@ -135,7 +135,10 @@ def flipped(exp: Experiment, flip: Flip) -> Experiment:
     if flip.choice:
         return choices.apply(choices.entry(flip.name), flip.flipped, exp)
     out = copy.copy(exp)
-    out.assume = ",".join(t for t in (exp.assume, flip.label) if t)
+    # An item of --assume naming the same assumption gives way to the flip (a setting names
+    # each assumption once).
+    kept = [t for t in (exp.assume or "").split(",") if t.split("=")[0].strip() != flip.name]
+    out.assume = ",".join(t for t in (*kept, flip.label) if t.strip())
     return out
 
 
@@ -397,7 +400,9 @@ def write_figures(out: Path, exp: Experiment, a: Ablation) -> list[Path]:
     for machine in exp.machines:
         for w in exp.workloads:
             fig = figure(exp, a, machine, w.name)
-            stem = file_stem(exp.name, "ablation", Path(machine).stem, w.name)
+            stem = file_stem(
+                exp.name, "ablation", Path(machine).stem, report.workload_file_name(exp, w)
+            )
             paths += report.save_figure(fig, fig_dir / stem)
     return paths
 

@@ -12,7 +12,7 @@ DIR/events.json   the engine's result as it came: processes, summary, running in
 
 The machine is stored whole (not by name), so a saved run reads back even after a preset
 changes or on a machine without the machine file. A run saved before assumptions were named
-(no "assumptions" field) ran under the linux profile, the only model numasim had then.
+(no "assumptions" field) ran under the kernel26 profile, the only model numasim had then.
 
 The digest binds run.json to its events: an edited run.json (another policy named, another
 machine) or an events.json from another run is refused, not drawn under the wrong title. The

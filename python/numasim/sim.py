@@ -218,7 +218,8 @@ def simulate(
     ``domains`` defaults to the policy's own builder (``numasim list policies``). ``assume``
     sets the modelling assumptions (``numasim list assumptions``): a profile (``"paper"``),
     ``"NAME=VALUE,..."`` items, or a dict such as ``{"memory": "parent"}``; default: the
-    ``linux`` profile. ``Result.assumptions`` holds the full resolved set.
+    ``kernel26`` profile. A profile is applied first wherever it stands, then the items.
+    ``Result.assumptions`` holds the full resolved set.
 
     ``on_progress(now_ns, done, processes, last_arrival_ns)`` is called every 20 ms of wall
     time while the run lasts: the simulated time reached, the processes completed, their number

@@ -171,7 +171,7 @@ const CASES: &[Case] = &[
     ),
 ];
 
-const PROFILES: &[&str] = &["linux", "paper"];
+const PROFILES: &[&str] = &["kernel26", "paper"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

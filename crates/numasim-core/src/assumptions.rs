@@ -1,20 +1,23 @@
 //! Modelling assumptions: the named choices where the papers' simulators and the
 //! kernel differ. The registry — names, descriptions, values, and each profile's value with its
 //! source — is the data file `data/assumptions.toml`; this module parses it once and turns a
-//! setting such as `paper`, `linux,slice=work` or `memory=parent` into [`Assumptions`].
+//! setting such as `paper`, `kernel26,slice=work` or `memory=parent` into [`Assumptions`].
 //!
 //! ```text
 //!   setting = item ("," item)*        item = PROFILE | NAME=VALUE
-//!   profiles: linux (the kernel), paper (the papers' text)
+//!   profiles: kernel26 (the Linux 2.6.18 kernel), paper (the papers' text)
 //!   memory  = first-run | parent      where a process's pages and origin are
 //!   slice   = wall | work             whether balancing stalls use up the running slice
 //!   wake    = previous | idlest       where the Linux baseline wakes a process
 //!   exec    = cpu | total             what an IO-bound process's execution time measures
 //! ```
 //!
-//! 1. Start from the `linux` profile (numasim's behaviour before assumptions were named).
-//! 2. Apply the items left to right: a profile sets every assumption to its value, `NAME=VALUE`
-//!    sets one. An unknown name or value, or one named twice, is an [`InputError`].
+//! 1. Start from the setting's profile, or from `kernel26` (numasim's behaviour before
+//!    assumptions were named) when it names none. At most one profile: two are an [`InputError`].
+//! 2. Apply the `NAME=VALUE` items over it, each setting one assumption. The profile comes first
+//!    wherever it stands (`memory=parent,paper` is `paper,memory=parent`), so an item is never
+//!    silently undone. An unknown name or value, or one named twice, is an [`InputError`]; so is
+//!    `linux`, the profile's old name (the policy `linux` is Linux 6.x), with the new name.
 //! 3. [`Assumptions::pairs`] gives the full, resolved setting in registry order: what stored
 //!    results are keyed by and what every table prints.
 
@@ -33,7 +36,7 @@ pub struct Entry {
     pub description: String,
     /// Value name → what it means, in the order of the file.
     pub values: OrderedMap,
-    pub linux: ProfileValue,
+    pub kernel26: ProfileValue,
     pub paper: ProfileValue,
 }
 
@@ -58,7 +61,13 @@ pub struct Registry {
 pub type OrderedMap = serde_json::Map<String, serde_json::Value>;
 
 /// The profiles, in the order `numasim list assumptions` shows them.
-pub const PROFILES: [&str; 2] = ["linux", "paper"];
+pub const PROFILES: [&str; 2] = ["kernel26", "paper"];
+
+/// Old profile names, refused with a pointer to the new one: `linux` read as the 6.x policy.
+pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
+
+/// A setting split by [`Assumptions::split`]: its profile, if any, and its `NAME=VALUE` items.
+pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
 pub const NAMES: [&str; 4] = ["memory", "slice", "wake", "exec"];
@@ -81,7 +90,7 @@ impl Entry {
         if profile == "paper" {
             &self.paper
         } else {
-            &self.linux
+            &self.kernel26
         }
     }
 }
@@ -126,7 +135,7 @@ pub enum Exec {
     Total,
 }
 
-/// A full, resolved set of modelling assumptions. `Default` is the `linux` profile.
+/// A full, resolved set of modelling assumptions. `Default` is the `kernel26` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Assumptions {
     pub memory: Memory,
@@ -136,15 +145,43 @@ pub struct Assumptions {
 }
 
 impl Assumptions {
-    /// Parses a setting (`paper`, `linux,slice=work`, `memory=parent`, or empty for `linux`);
-    /// errors name `origin` (e.g. `--assume`).
+    /// Parses a setting (`paper`, `kernel26,slice=work`, `memory=parent`, or empty for
+    /// `kernel26`); errors name `origin` (e.g. `--assume`). The profile, if any, is applied
+    /// before the items wherever it stands.
     pub fn parse(origin: &str, setting: &str) -> Result<Self, InputError> {
+        let (profile, items) = Self::split(origin, setting)?;
         let mut out = Self::default();
-        let mut named: Vec<&str> = Vec::new();
+        if let Some(p) = profile {
+            for e in &Registry::get().assumption {
+                out.set(origin, &e.name, &e.of(p).value)?;
+            }
+        }
+        for (name, value) in items {
+            out.set(origin, name, value)?;
+        }
+        Ok(out)
+    }
+
+    /// A setting's profile (at most one) and its `NAME=VALUE` items in the order given, checked:
+    /// a second profile, an old profile name or an assumption named twice is an [`InputError`].
+    /// Values are checked when they are set ([`Assumptions::set`]).
+    pub fn split<'a>(origin: &str, setting: &'a str) -> Result<Split<'a>, InputError> {
+        let mut profile: Option<&'static str> = None;
+        let mut items: Vec<(&str, &str)> = Vec::new();
         for item in setting.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item.split_once('=') {
                 None => {
-                    if !PROFILES.contains(&item) {
+                    if let Some((_, new)) = RENAMED.iter().find(|(old, _)| *old == item) {
+                        return Err(InputError::new(
+                            origin,
+                            format!(
+                                "the profile '{item}' is now called '{new}' (faithful to the \
+                                 Linux 2.6.18 kernel; the policy '{item}' is Linux 6.x): \
+                                 give {new}"
+                            ),
+                        ));
+                    }
+                    let Some(&p) = PROFILES.iter().find(|&&p| p == item) else {
                         return Err(InputError::new(
                             origin,
                             format!(
@@ -154,25 +191,31 @@ impl Assumptions {
                                 NAMES.join(", ")
                             ),
                         ));
+                    };
+                    if let Some(first) = profile {
+                        return Err(InputError::new(
+                            origin,
+                            format!(
+                                "two profiles ('{first}' and '{p}'); give one, and NAME=VALUE \
+                                 items to change single assumptions"
+                            ),
+                        ));
                     }
-                    for e in &Registry::get().assumption {
-                        out.set(origin, &e.name, &e.of(item).value)?;
-                    }
+                    profile = Some(p);
                 }
                 Some((name, value)) => {
                     let name = name.trim();
-                    if named.contains(&name) {
+                    if items.iter().any(|(n, _)| *n == name) {
                         return Err(InputError::new(
                             origin,
                             format!("assumption '{name}' is given twice"),
                         ));
                     }
-                    named.push(name);
-                    out.set(origin, name, value.trim())?;
+                    items.push((name, value.trim()));
                 }
             }
         }
-        Ok(out)
+        Ok((profile, items))
     }
 
     /// Sets one assumption by name and value name.
@@ -306,15 +349,15 @@ mod tests {
     }
 
     #[test]
-    fn linux_is_the_default_and_profiles_differ() {
-        let linux = Assumptions::parse("t", "linux").unwrap();
+    fn kernel26_is_the_default_and_profiles_differ() {
+        let linux = Assumptions::parse("t", "kernel26").unwrap();
         assert_eq!(linux, Assumptions::default());
         assert_eq!(Assumptions::parse("t", "").unwrap(), linux);
         let paper = Assumptions::parse("t", "paper").unwrap();
         assert_eq!(paper.memory, Memory::Parent);
         assert_eq!(paper.slice, SliceCharge::Work);
         assert_eq!(paper.profile(), Some("paper"));
-        assert_eq!(linux.profile(), Some("linux"));
+        assert_eq!(linux.profile(), Some("kernel26"));
         assert_eq!(paper.wake, Wake::Idlest);
         assert_eq!(paper.exec, Exec::Cpu);
         assert_eq!(
@@ -324,12 +367,16 @@ mod tests {
     }
 
     #[test]
-    fn items_apply_left_to_right() {
+    fn the_profile_comes_before_the_items_wherever_it_stands() {
         let a = Assumptions::parse("t", "paper, slice=wall").unwrap();
         assert_eq!((a.memory, a.slice), (Memory::Parent, SliceCharge::Wall));
         assert_eq!(a.profile(), None);
-        let b = Assumptions::parse("t", "memory=parent,linux").unwrap();
-        assert_eq!(b, Assumptions::default());
+        assert_eq!(Assumptions::parse("t", "slice=wall,paper").unwrap(), a);
+        let b = Assumptions::parse("t", "memory=parent,kernel26").unwrap();
+        assert_eq!(b.memory, Memory::Parent);
+        assert_eq!(b, Assumptions::parse("t", "memory=parent").unwrap());
+        let c = Assumptions::parse("t", "memory=first-run,paper").unwrap();
+        assert_eq!((c.memory, c.wake), (Memory::FirstRun, Wake::Idlest));
     }
 
     #[test]
@@ -348,6 +395,18 @@ mod tests {
             "--assume: assumption exec: unknown value 'wall'; choose one of cpu, total"
         );
         assert!(err("kernel").starts_with("--assume: unknown profile or assumption 'kernel'"));
+        assert_eq!(
+            err("paper,kernel26"),
+            "--assume: two profiles ('paper' and 'kernel26'); give one, and NAME=VALUE items to \
+             change single assumptions"
+        );
+        assert!(err("paper,paper").starts_with("--assume: two profiles ('paper' and 'paper')"));
+        assert_eq!(
+            err("linux"),
+            "--assume: the profile 'linux' is now called 'kernel26' (faithful to the Linux 2.6.18 \
+             kernel; the policy 'linux' is Linux 6.x): give kernel26"
+        );
+        assert!(err("memory=parent,linux").contains("now called 'kernel26'"));
         assert_eq!(
             err("slice=work,slice=wall"),
             "--assume: assumption 'slice' is given twice"

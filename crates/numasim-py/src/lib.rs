@@ -469,7 +469,7 @@ fn assumptions_registry() -> String {
     serde_json::to_string(Registry::get()).expect("serialisable")
 }
 
-/// The resolved setting of `setting` (`paper`, `linux,slice=work`, ...) as `[(name, value)]`
+/// The resolved setting of `setting` (`paper`, `kernel26,slice=work`, ...) as `[(name, value)]`
 /// in registry order; errors name `origin`.
 #[pyfunction]
 fn resolve_assumptions(origin: &str, setting: &str) -> PyResult<Vec<(&'static str, &'static str)>> {

@@ -1863,7 +1863,7 @@ mod tests {
                 "app=canneal:8+x264:8",
             ),
         ];
-        let profiles = ["linux", "paper"].map(|profile| EngineConfig {
+        let profiles = ["kernel26", "paper"].map(|profile| EngineConfig {
             assumptions: crate::assumptions::Assumptions::parse("test", profile).expect("one"),
             ..EngineConfig::default()
         });
