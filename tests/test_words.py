@@ -49,3 +49,22 @@ def test_the_seed_ranges_of_run_and_compare_are_stated(run):
     r = run("compare", "--machine", "mehta-m3", "--workload", "n=10", "--policies",
             "linux26,origin-aware", "--seed", str(2**63))  # fmt: skip
     assert r.code == 2 and "--seed" in r.err
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    """`numasim list assumptions | head -1`: when the reader of its output is gone, numasim
+    stops without a traceback (here the reader is gone before the first line)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    numasim = Path(sys.executable).with_name("numasim")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run([numasim, "list", "assumptions"], stdout=write, stderr=subprocess.PIPE,
+                           text=True, timeout=60)  # fmt: skip
+    finally:
+        os.close(write)
+    assert p.stderr == "" and p.returncode == 0

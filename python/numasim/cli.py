@@ -916,6 +916,11 @@ def main(argv: list[str] | None = None) -> int:
             cli.invoke(ctx)
     except click.exceptions.Exit as e:
         return e.exit_code
+    except BrokenPipeError:
+        # The reader of our output is gone (`numasim list … | head`): nothing more to say, and
+        # Python's flush of stdout at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (click.Abort, KeyboardInterrupt):
         click.echo("numasim: interrupted", err=True)
         exit_now(EXIT_INTERRUPTED)  # a call of the core left running (topology, trace)
