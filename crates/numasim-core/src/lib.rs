@@ -62,12 +62,7 @@ pub fn run_policy(
     policy: &str,
     config: &config::EngineConfig,
 ) -> Result<engine::RunResult> {
-    let ctx = interface::PolicyContext {
-        machine,
-        domains,
-        config,
-    };
-    let mut p = policy::by_name(policy, &ctx)?;
+    let mut p = policy_for(machine, domains, policy, config)?;
     engine::run(machine, domains, workload, p.as_mut(), config)
 }
 
@@ -81,11 +76,21 @@ pub fn run_policy_watched(
     config: &config::EngineConfig,
     watch: &mut dyn engine::Watch,
 ) -> Result<engine::Outcome> {
+    let mut p = policy_for(machine, domains, policy, config)?;
+    engine::run_watched(machine, domains, workload, p.as_mut(), config, watch)
+}
+
+/// The policy a setting names, built for `machine`, `domains` and `config`.
+fn policy_for(
+    machine: &Machine,
+    domains: &Domains,
+    policy: &str,
+    config: &config::EngineConfig,
+) -> Result<Box<dyn interface::Policy>> {
     let ctx = interface::PolicyContext {
         machine,
         domains,
         config,
     };
-    let mut p = policy::by_name(policy, &ctx)?;
-    engine::run_watched(machine, domains, workload, p.as_mut(), config, watch)
+    policy::by_name(policy, &ctx)
 }
