@@ -305,3 +305,39 @@ def test_a_worker_started_for_a_pool_already_gone_prints_nothing(capsys):
     other = failure(lambda: open("/numasim-no-such-file"))
     hook._excepthook(*other)
     assert "numasim-no-such-file" in capsys.readouterr().err
+
+
+def _write_half_a_result(mark: str) -> None:
+    """In a pool worker: writes the start of a result message (a length of 1 000 bytes, then
+    10 of them) into the pool's result pipe, as a worker killed mid-write leaves it, marks
+    that it has, and waits."""
+    import gc
+    import struct
+    from multiprocessing.queues import SimpleQueue
+
+    (results,) = [o for o in gc.get_objects() if isinstance(o, SimpleQueue)]
+    os.write(results._writer.fileno(), struct.pack("!i", 1000) + b"x" * 10)
+    Path(mark).touch()
+    time.sleep(600)
+
+
+def test_a_pool_stopped_after_half_a_result_ends_its_manager_thread(tmp_path):
+    """A worker stopped while it wrote its result left half a message in the pipe; the pool's
+    manager thread, reading it, must still end when the sweep is stopped (else the command
+    hangs at exit after printing that it was interrupted)."""
+    from numasim.experiment import _executor
+
+    with _executor(1, None) as ex:
+        mark = tmp_path / "written"
+        fut = ex.submit(_write_half_a_result, str(mark))
+        deadline = time.monotonic() + 60
+        while not mark.exists():
+            assert not fut.done(), fut.exception()
+            assert time.monotonic() < deadline, "the worker wrote nothing"
+            time.sleep(0.05)
+        manager = ex.ex._executor_manager_thread
+        time.sleep(0.2)  # the manager thread is now inside recv(), waiting for the rest
+        assert manager.is_alive()
+        ex.stop()
+        manager.join(10)
+        assert not manager.is_alive()

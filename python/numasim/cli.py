@@ -931,6 +931,7 @@ def main(argv: list[str] | None = None) -> int:
             "run the same command to resume",
             err=True,
         )
+        exit_now(EXIT_INTERRUPTED)  # a stopped pool's thread that did not end
         return EXIT_INTERRUPTED
     except click.UsageError as e:
         message = " ".join(e.format_message().split())

@@ -23,6 +23,7 @@ confidence and a master seed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -43,7 +44,7 @@ from numasim import _core, schema
 from numasim._core import InputError
 from numasim.claims import CLAIM_KINDS
 from numasim.errors import Interrupted
-from numasim.lifeline import die_with
+from numasim.lifeline import abandon_if_alive, die_with
 from numasim.machine import MAX_SMALL_FILE_BYTES, check_builder, data_dir, read_text
 from numasim.sim import default_domains
 
@@ -858,6 +859,10 @@ def start_worker(command_pid: int) -> None:
     die_with(command_pid)
 
 
+#: How long a stopped pool's manager thread may take to end before the command leaves it.
+STOP_WAIT_S = 2.0
+
+
 class _executor:
     """A local process pool, or a Dask cluster's executor: the same ``concurrent.futures`` API."""
 
@@ -902,7 +907,18 @@ class _executor:
         # terminate_workers); without it a cancelled sweep would run its batches in flight.
         for p in list((getattr(self.ex, "_processes", None) or {}).values()):
             p.terminate()
+        # A worker ended while it wrote its result leaves half a message in the result pipe,
+        # and the pool's manager thread would wait for the rest forever: this process holds
+        # the pipe's write end too. Closed, the wait ends in EOF, which the pool reads as a
+        # broken pool and ends on. Should the thread still not end, the command exits
+        # without waiting for it (numasim.lifeline.exit_now).
+        results = getattr(self.ex, "_result_queue", None)
+        if results is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                results._writer.close()
+        manager = getattr(self.ex, "_executor_manager_thread", None)
         self.ex.shutdown(wait=False, cancel_futures=True)
+        abandon_if_alive(manager, STOP_WAIT_S)
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:

@@ -164,6 +164,24 @@ def interruptible(fn: Callable[..., T], *args: Any) -> T:
     return box["value"]
 
 
+def abandon_if_alive(thread: threading.Thread | None, timeout_s: float) -> None:
+    """Waits up to ``timeout_s`` for ``thread`` to end; if it has not, it counts as an
+    abandoned call (step 5), so that ``exit_now`` ends the command instead of letting the
+    interpreter's shutdown wait for the thread forever."""
+    if thread is None:
+        return
+    thread.join(timeout_s)
+    if thread.is_alive():
+        ended = threading.Event()
+
+        def wait() -> None:
+            thread.join()
+            ended.set()
+
+        threading.Thread(target=wait, name="numasim-abandoned", daemon=True).start()
+        _abandoned.append(ended)
+
+
 def exit_now(code: int) -> None:
     """Ends the process with ``code`` at once if a call was abandoned (step 5), after flushing
     what was printed; otherwise returns."""
