@@ -341,3 +341,44 @@ def test_a_pool_stopped_after_half_a_result_ends_its_manager_thread(tmp_path):
         ex.stop()
         manager.join(10)
         assert not manager.is_alive()
+
+
+#: A Python process that starts the command in argv[1] (JSON) with the extra environment in
+#: argv[2] (JSON), "{PID}" standing for its own pid, and waits for it: numasim's bench, say.
+PARENT = """import json, os, subprocess, sys
+pid = str(os.getpid())
+cmd = [a.replace("{PID}", pid) for a in json.loads(sys.argv[1])]
+env = {**os.environ, **{k: v.replace("{PID}", pid) for k, v in json.loads(sys.argv[2]).items()}}
+subprocess.run(cmd, env=env)
+"""
+
+
+@pytest.mark.parametrize("side", ["numasim run", "simso"])
+def test_bench_peer_processes_end_with_a_killed_command(tmp_path, side):
+    """``bench --peer`` starts whole ``numasim run`` commands and a SimSo interpreter; after
+    ``kill -9`` of the command neither runs on."""
+    import json
+
+    from numasim.lifeline import COMMAND_PID
+
+    if side == "simso":
+        jobs = tmp_path / "jobs.json"
+        os.mkfifo(jobs)  # the child waits to read it, after its set-up
+        simso = Path(data_dir("bench")).parent.parent / "peer_simso.py"
+        code = ("import runpy, sys; sys.argv = sys.argv[1:]; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")  # fmt: skip
+        child, env = [sys.executable, "-c", code, str(simso), str(jobs), "{PID}"], {}
+    else:
+        child, env = [sys.executable, "-m", "numasim", *LONG_RUN], {COMMAND_PID: "{PID}"}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, json.dumps(child), json.dumps(env)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (kids := psutil.Process(parent.pid).children()):
+            assert time.monotonic() < deadline, "no child"
+            time.sleep(0.05)
+        time.sleep(1.0)  # past its start-up
+        assert kids[0].is_running()
+    finally:
+        parent.kill()
+        parent.wait()
+    assert_gone({kids[0].pid})

@@ -14,7 +14,6 @@ equal load, a fresh process per point; ``--peer simso`` is numasim.peer.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import tomllib
 from typing import Any
 
 from numasim import _core
+from numasim.lifeline import child_env, die_with_command
 from numasim.machine import Machine, data_dir
 
 
@@ -67,14 +67,6 @@ def run_one(name: str) -> dict[str, Any]:
     return best
 
 
-#: The environment variable that gives a scenario's process the command's pid, to end with it.
-COMMAND_PID = "NUMASIM_COMMAND_PID"
-
-
-def _child_env() -> dict[str, str]:
-    return {**os.environ, COMMAND_PID: str(os.getpid())}
-
-
 def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
     """Every (or the named) scenario, each in a fresh process."""
     out = []
@@ -86,7 +78,7 @@ def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
             capture_output=True,
             text=True,
             check=True,
-            env=_child_env(),
+            env=child_env(),
         )
         out.append(json.loads(proc.stdout))
     return out
@@ -126,7 +118,7 @@ def run_scaling(cpus: list[int] | None = None) -> list[dict[str, Any]]:
             continue
         proc = subprocess.run([sys.executable, "-m", "numasim.bench", "--scaling-point", name],
                               capture_output=True, text=True, check=True,
-                              env=_child_env())  # fmt: skip
+                              env=child_env())  # fmt: skip
         out.append(json.loads(proc.stdout))
     return out
 
@@ -151,10 +143,7 @@ def scaling_text(points: list[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
-    if COMMAND_PID in os.environ:
-        from numasim.lifeline import die_with
-
-        die_with(int(os.environ[COMMAND_PID]))
+    die_with_command()
     if sys.argv[1] == "--scaling-point":
         print(json.dumps(scaling_point(sys.argv[2])))
     else:

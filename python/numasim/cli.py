@@ -23,7 +23,13 @@ from numasim.assumptions import listing as assumptions_listing
 from numasim.assumptions import resolve as resolve_assumptions
 from numasim.errors import Interrupted
 from numasim.kernel.command import kernel_run, validate
-from numasim.lifeline import deferred_interrupt, exit_now, interruptible, stop_on_sigterm
+from numasim.lifeline import (
+    deferred_interrupt,
+    die_with_command,
+    exit_now,
+    interruptible,
+    stop_on_sigterm,
+)
 from numasim.machine import Machine, builders, check_builder, presets
 from numasim.names import file_part
 from numasim.progress import RunProgress
@@ -910,6 +916,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns every input error into exit code 2 and one line,
     Ctrl-C and SIGTERM into one line and exit code 130."""
     stop_on_sigterm()
+    die_with_command()  # started by another numasim command (bench): end with it
     try:
         # Not cli.main: on Ctrl-C it prints an empty line before its own exception.
         with cli.make_context("numasim", list(sys.argv[1:] if argv is None else argv)) as ctx:

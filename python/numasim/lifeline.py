@@ -5,7 +5,8 @@
      ├── forkserver ── pool workers ─┐
      ├── resource tracker            ├── each watches the command's pid: gone → exits at once
      ├── figure processes (fork) ────┤    (a parent-death signal, or a thread on a pidfd)
-     └── bench subprocesses ─────────┘
+     └── bench subprocesses ─────────┘    (bench's, and a `numasim run` it starts: the
+                                           command's pid in NUMASIM_COMMAND_PID)
 ```
 
 1. ``stop_on_sigterm()`` makes SIGTERM raise ``KeyboardInterrupt`` in the main thread, as the
@@ -46,6 +47,9 @@ T = TypeVar("T")
 
 #: prctl(2) option: the signal the kernel sends this process when its parent exits.
 _PR_SET_PDEATHSIG = 1
+#: The environment variable that gives a process numasim starts (a bench scenario, a whole
+#: ``numasim run``) the command's pid, to end with it: see ``child_env`` and ``die_with_command``.
+COMMAND_PID = "NUMASIM_COMMAND_PID"
 #: How often the fallback watcher looks whether the command is still there.
 POLL_S = 0.5
 
@@ -78,6 +82,18 @@ def die_with(pid: int) -> None:
                     os._exit(1)
                 return
     threading.Thread(target=_watch, args=(pid,), name="numasim-lifeline", daemon=True).start()
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a process this command starts that must end with it."""
+    return {**os.environ, COMMAND_PID: str(os.getpid())}
+
+
+def die_with_command() -> None:
+    """``die_with`` the command named in the environment (``child_env``), if one is."""
+    pid = os.environ.get(COMMAND_PID, "")
+    if pid.isdigit():
+        die_with(int(pid))
 
 
 def _watch(pid: int) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from typing import Any
 
 from numasim import _core
 from numasim._core import InputError
+from numasim.lifeline import child_env
 from numasim.machine import Machine, data_dir
 
 PEERS = ("simso",)
@@ -105,7 +107,7 @@ def _numasim_whole(sc: dict[str, Any]) -> float:
     best = float("inf")
     for _ in range(REPEAT):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
+        subprocess.run(cmd, check=True, capture_output=True, env=child_env())
         best = min(best, time.perf_counter() - t0)
     return best
 
@@ -125,7 +127,7 @@ def _simso(jobs: list[dict[str, int]], cpus: int) -> dict[str, Any]:
         code = ("import runpy, sys; sys.argv = sys.argv[1:]; "
                 "runpy.run_path(sys.argv[0], run_name='__main__')")  # fmt: skip
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", code, str(child), str(path)],
+        proc = subprocess.run([sys.executable, "-c", code, str(child), str(path), str(os.getpid())],
                               capture_output=True, text=True, check=True)  # fmt: skip
         whole = time.perf_counter() - t0
     out = json.loads(proc.stdout.strip().splitlines()[-1])
