@@ -4,6 +4,7 @@ snapshot is in the core's tests), saved runs and `numasim trace`, windows, bad o
 from __future__ import annotations
 
 import json
+import os
 
 from numasim import Machine, Workload, simulate
 from numasim.trace import chrome_trace, problems
@@ -85,6 +86,22 @@ def test_a_saved_run_gives_the_trace_of_the_run(tmp_path, run):
     trace = json.loads((tmp_path / "all.json").read_text())
     assert problems(trace) == [] and trace["otherData"]["machine"] == "mehta-m3"
     assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_trace_into_a_run_directory_in_use_is_refused(tmp_path, run):
+    """Writing into the run's directory takes its lock, as `run --out` does; elsewhere it
+    does not need it."""
+    from numasim.store import lock
+
+    d = tmp_path / "o"
+    assert run("run", "--machine", "mehta-m3", "--workload", "n=4", "--out", d).code == 0
+    with lock(d):
+        r = run("trace", d)
+        assert (r.code, r.err) == (2, f"numasim: error: {d} is in use by another numasim "
+                                      f"(pid {os.getpid()})\n")  # fmt: skip
+        assert not (d / "trace.json").exists()
+        assert run("trace", d, "-o", tmp_path / "elsewhere.json").code == 0
+    assert run("trace", d).code == 0 and (d / "trace.json").exists()
 
 
 def test_bad_saved_runs(tmp_path, run):

@@ -305,20 +305,30 @@ def _check_out_dir(d: Path) -> None:
 def trace(saved: str, trace_file: str | None, trace_window: str | None,
           report_file: str | None) -> None:  # fmt: skip
     """Write the Perfetto trace of a run saved by `numasim run --out DIR`."""
+    from numasim.store import lock
+
     window = _parse_window(trace_window)
-    record = RunRecord.load(saved)
-    written = [_write_trace(record, trace_file or str(Path(saved) / "trace.json"), window)]
-    if report_file:
-        try:
-            with deferred_interrupt():
-                written.append(_write_report(record, report_file))
-        except InputError:
-            raise
-        except (KeyError, IndexError, TypeError, ValueError) as e:
-            # The core checked the events it reads; the summary and per-process fields the
-            # report reads come from the file as they are.
-            what = f"{type(e).__name__} {e}"
-            raise InputError(f"{record.origin}: not a result numasim wrote: {what}") from None
+    trace_file = trace_file or str(Path(saved) / "trace.json")
+    # Writing into the run's directory, it holds the directory's lock as `run --out` does:
+    # a run saved into it meanwhile would leave a trace of another run beside it.
+    into = Path(saved) if Path(saved).is_dir() else None
+    inside = into is not None and any(
+        Path(f).resolve().parent == into.resolve() for f in (trace_file, report_file) if f
+    )
+    with lock(into) if inside and into else contextlib.nullcontext():
+        record = RunRecord.load(saved)
+        written = [_write_trace(record, trace_file, window)]
+        if report_file:
+            try:
+                with deferred_interrupt():
+                    written.append(_write_report(record, report_file))
+            except InputError:
+                raise
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                # The core checked the events it reads; the summary and per-process fields
+                # the report reads come from the file as they are.
+                what = f"{type(e).__name__} {e}"
+                raise InputError(f"{record.origin}: not a result numasim wrote: {what}") from None
     click.echo(f"wrote {', '.join(written)}")
 
 
