@@ -458,6 +458,29 @@ def test_fake_host_with_a_bad_cpulist(run, tmp_path):
     assert (r.code, r.err) == (2, f"numasim: error: {node / 'cpulist'}: '0-x' is not a CPU range\n")
 
 
+@pytest.mark.parametrize(
+    ("cpulist", "distance", "problem"),
+    [
+        ("0-99999999999\n", "10\n", "cpulist: more than 16384 CPUs listed"),
+        ("0\n", "/dev/zero", "distance: not a text file: byte 0 is a NUL byte"),
+        ("0\n", "10 " * 400_000, "distance: the file is larger than 1 MiB"),
+    ],
+)
+def test_fake_host_files_too_large_are_refused_before_they_are_read_whole(
+    run, tmp_path, cpulist, distance, problem
+):
+    node = tmp_path / "sys/devices/system/node/node0"
+    node.mkdir(parents=True)
+    (node / "cpulist").write_text(cpulist)
+    if distance == "/dev/zero":
+        (node / "distance").symlink_to("/dev/zero")
+    else:
+        (node / "distance").write_text(distance)
+    r = run("topology", "host", "--sysfs-root", tmp_path)
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith(f"numasim: error: {node}/{problem}"), r.err
+
+
 def test_real_console_script_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "bad.slit"
     bad.write_text("10 20\n20 x\n")

@@ -759,6 +759,28 @@ def test_a_file_that_is_not_json_is_one_line(tmp_path):
         load_runs(tmp_path)
 
 
+def test_kernel_run_files_are_read_with_a_size_limit(tmp_path, monkeypatch):
+    """A record larger than the limit, plain or gzipped (a gzip bomb unpacks only to the
+    limit), and a binary file are one line each, not read until memory runs out."""
+    import gzip
+
+    from numasim.kernel import schema
+
+    monkeypatch.setattr(schema, "MAX_RUN_BYTES", 1000)
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 2000 + "0]")
+    with pytest.raises(InputError, match=rf"^{big}: the kernel run is larger than "):
+        load_run(big)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * 10_000_000))
+    with pytest.raises(InputError, match=rf"^{bomb}: the kernel run is larger than 0 MiB"):
+        load_run(bomb)
+    zero = tmp_path / "zero.json"
+    zero.write_bytes(b"\0" * 10)
+    with pytest.raises(InputError, match=rf"^{zero}: not a text file: byte 0 is a NUL byte"):
+        load_run(zero)
+
+
 # --- a real boot (only where QEMU and a cached kernel are) --------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from numasim._core import InputError
+from numasim.machine import MAX_SMALL_FILE_BYTES, read_text
 
 FORMAT = "numasim-kernel-run/1"
 INDEX_FORMAT = "numasim-kernel-runs/1"
@@ -248,13 +249,27 @@ def _read(path: Path) -> str:
     if path.suffix != ".gz" and not path.exists() and path.with_name(path.name + ".gz").exists():
         path = path.with_name(path.name + ".gz")
     if path.suffix == ".gz":
-        blob = path.read_bytes()
         try:
-            blob = gzip.decompress(blob)
+            with gzip.open(path, "rb") as f:
+                blob = f.read(MAX_RUN_BYTES + 1)  # a gzip bomb stops here
+        except FileNotFoundError:
+            raise
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: not a gzipped kernel run: {e}") from None
-        return blob.decode("utf-8")
-    return path.read_text(encoding="utf-8")
+        if len(blob) > MAX_RUN_BYTES:
+            raise InputError(f"{path}: the kernel run is larger than {MAX_RUN_BYTES // 2**20} "
+                             "MiB unpacked, the most numasim reads")  # fmt: skip
+        try:
+            return blob.decode("utf-8")
+        except UnicodeDecodeError as e:
+            where = f"byte {e.start} is not valid UTF-8"
+            raise InputError(f"{path}: not a text file: {where}") from None
+    return read_text(path, "the kernel run", max_bytes=MAX_RUN_BYTES)
+
+
+#: The largest kernel-run record read (unpacked): a boot's record is tens of kilobytes; one of
+#: a long run with thousands of tasks stays far below this.
+MAX_RUN_BYTES = 64 * 2**20
 
 
 def load_run(path: str | Path) -> KernelRun:
@@ -262,6 +277,8 @@ def load_run(path: str | Path) -> KernelRun:
     path = Path(path)
     try:
         data = json.loads(_read(path))
+    except InputError:  # _read's own line (a ValueError too)
+        raise
     except OSError as e:
         raise InputError(f"{path}: cannot read the kernel run: {e.strerror}") from None
     except (UnicodeDecodeError, ValueError) as e:
@@ -280,7 +297,10 @@ def load_runs(path: str | Path) -> list[KernelRun]:
     path = Path(path)
     index = path / "runs.json" if path.is_dir() else path
     try:
-        data = json.loads(index.read_text(encoding="utf-8"))
+        text = read_text(index, "the kernel runs' index", max_bytes=MAX_SMALL_FILE_BYTES)
+        data = json.loads(text)
+    except InputError:  # read_text's own line (a ValueError too)
+        raise
     except OSError as e:
         raise InputError(f"{index}: cannot read the kernel runs' index: {e.strerror}") from None
     except ValueError as e:

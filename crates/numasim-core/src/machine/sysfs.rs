@@ -18,7 +18,11 @@ use std::path::Path;
 use crate::error::{InputError, Result};
 
 use super::distance::{DistanceTable, RawRow};
-use super::{Machine, MachineParts};
+use super::{Machine, MachineParts, MAX_CPUS, MAX_NODES};
+
+/// The largest sysfs file read (a node's `cpulist` or `distance` row): a row of
+/// [`MAX_NODES`] three-digit distances is 16 KiB; 1 MiB leaves room and bounds the read.
+const MAX_SYSFS_FILE_BYTES: u64 = 1 << 20;
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
 pub fn parse_cpulist(origin: &str, text: &str) -> Result<Vec<usize>> {
@@ -38,6 +42,13 @@ pub fn parse_cpulist(origin: &str, text: &str) -> Result<Vec<usize>> {
         };
         if lo > hi {
             return Err(bad(part));
+        }
+        // Checked before the range is expanded: `0-99999999999` is not a list to allocate.
+        if hi - lo >= MAX_CPUS - cpus.len().min(MAX_CPUS) {
+            return Err(InputError::new(
+                origin,
+                format!("more than {MAX_CPUS} CPUs listed (the most a machine has)"),
+            ));
         }
         cpus.extend(lo..=hi);
     }
@@ -63,6 +74,15 @@ pub fn read(root: &Path) -> Result<Machine> {
     if ids.is_empty() {
         return Err(InputError::new(&origin, "no nodeN directory found"));
     }
+    if ids.len() > MAX_NODES {
+        return Err(InputError::new(
+            &origin,
+            format!(
+                "{} nodeN directories, more than {MAX_NODES} (the most a machine has)",
+                ids.len()
+            ),
+        ));
+    }
     let mut warnings = Vec::new();
     let mut real_cpus = Vec::new();
     let mut rows = Vec::new();
@@ -70,9 +90,8 @@ pub fn read(root: &Path) -> Result<Machine> {
         let node_dir = dir.join(format!("node{id}"));
         let read = |name: &str| {
             let path = node_dir.join(name);
-            std::fs::read_to_string(&path).map_err(|e| {
-                InputError::new(path.display().to_string(), format!("cannot read: {e}"))
-            })
+            let origin = path.display().to_string();
+            crate::textfile::read_text(&origin, &path, "the file", MAX_SYSFS_FILE_BYTES)
         };
         let cpulist_origin = node_dir.join("cpulist").display().to_string();
         real_cpus.push(parse_cpulist(&cpulist_origin, &read("cpulist")?)?);
@@ -143,5 +162,11 @@ mod tests {
         assert_eq!(parse_cpulist("f", "\n").unwrap(), Vec::<usize>::new());
         assert!(parse_cpulist("f", "3-1").is_err());
         assert!(parse_cpulist("f", "a").is_err());
+        // A range too large to be a machine's is refused before it is expanded.
+        let e = parse_cpulist("f", "0-99999999999").unwrap_err().to_string();
+        assert!(e.contains("more than 16384 CPUs"), "{e}");
+        assert_eq!(parse_cpulist("f", "0-16383").unwrap().len(), MAX_CPUS);
+        assert!(parse_cpulist("f", "0-16382,20000").is_ok());
+        assert!(parse_cpulist("f", "0-16383,20000").is_err());
     }
 }
