@@ -192,6 +192,43 @@ def test_reproduce_stops_and_leaves_no_forkserver_tracker_or_worker(tmp_path, ho
     cmd.assert_stopped_cleanly(cmd.stop(SIGNALS[how]), last_line="interrupted: ")
 
 
+KERNEL_RUNS = Path(__file__).parent / "data" / "kernel" / "runs"
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_validate_stops_and_leaves_no_worker(how):
+    # 400 seeds of a 16-task mehta-m1 twin: minutes of work for two workers.
+    cmd = Command(["validate", KERNEL_RUNS / "mehta-m1-k6.12-t16-fork-nbon", "--seeds", "400",
+                   "--jobs", "2"])  # fmt: skip
+    cmd.wait_for(_workers_started(cmd, 4), "workers")
+    time.sleep(0.3)
+    took = cmd.stop(SIGNALS[how])
+    assert cmd.err[0].startswith("numasim: running numasim's twin of 3 boots")
+    del cmd.err[0]  # what it said before it ran
+    cmd.assert_stopped_cleanly(took)
+    assert cmd.out == ""
+
+
+def test_sigterm_to_reproduce_on_a_dask_cluster_cancels_its_work(tmp_path, local_cluster):
+    """The cluster's workers are not the command's: they stay, but the command's pending and
+    running tasks are cancelled, and its finished batches are in the store."""
+    from distributed import Client
+
+    out = tmp_path / "out"
+    with local_cluster(2) as cluster, Client(cluster) as client:
+        cmd = Command(["reproduce", "origin-aware-m1", "--replications", "200", "--cluster",
+                       cluster.scheduler_address, "--out", out])  # fmt: skip
+        cmd.wait_for(lambda: any(client.processing().values()), "tasks on the cluster")
+        time.sleep(0.3)
+        cmd.assert_stopped_cleanly(cmd.stop(signal.SIGTERM), last_line="interrupted: ")
+        saved = int(cmd.err[-1].split()[1].replace("\u202f", ""))
+        assert _stored(out) == saved
+        deadline = time.monotonic() + 10
+        while any(client.processing().values()):
+            assert time.monotonic() < deadline, client.processing()
+            time.sleep(0.1)
+
+
 def test_kill_9_of_reproduce_leaves_no_process(tmp_path):
     cmd = Command(["reproduce", "origin-aware-m1", "--replications", "200", "--jobs", "2",
                    "--out", tmp_path / "out"])  # fmt: skip
