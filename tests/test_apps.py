@@ -277,3 +277,24 @@ def test_each_app_figure_has_the_caption_of_its_kind(app_exp, tmp_path):
         assert p.is_file()
         kind = "completion" if "-apps-completion-" in p.name else "gain"
         assert caption == app_report.FIGURE_CAPTIONS[kind], p.name
+
+
+def test_app_figures_bars_stop_at_0_and_ticks_have_no_offset(app_exp, tmp_path):
+    """Two replications far apart (10 and 4 000 ms): the completion bars stop at 0."""
+    import matplotlib.pyplot as plt
+    from numasim import app_report
+
+    exp = ex.load(app_exp)
+    outcome = ex.execute(exp, tmp_path / "o", jobs=1)
+    apps = outcome.apps.copy()
+    apps["tat_ms"] = [10.0 if r % 2 else 4000.0 for r in apps.replication]
+    a = app_report.compute(exp, outcome.runs, apps, exp.confidence)
+    machine, w, n = next(app_report._cells(exp, a))
+    fig = app_report.completion_figure(exp, a, machine, w, n)
+    fig.canvas.draw()
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.containers]
+    lows = [seg[:, 0].min() for ax in axes for c in ax.containers
+            for seg in c.lines[2][0].get_segments()]  # fmt: skip
+    assert min(lows) == 0
+    assert all(ax.xaxis.get_offset_text().get_text() == "" for ax in axes)
+    plt.close(fig)

@@ -404,6 +404,20 @@ def test_each_home_cluster_reproduction_runs_small(run, tmp_path, name):
     assert len(verdicts) == len(exp.claims)
     assert set(verdicts.verdict) <= {claims.HOLDS, claims.FAILS, claims.UNDECIDED}
     assert (tmp_path / "o" / "figures" / f"{name}-koita-64.png").is_file()
+    # Two replications far apart (10 and 400 ms): intervals reaching below 0 stop there,
+    # and the axes have plain ticks (no offset such as "+2e2").
+    runs = pd.read_csv(tmp_path / "o" / "runs.csv")
+    runs[exp.metric] = [10.0 if r % 2 else 400.0 for r in runs.replication]
+    fig = comparison.figure(exp, comparison.compute(exp, runs, 0.95), "koita-64")
+    fig.canvas.draw()
+    ax1, ax2 = fig.axes[:2]
+    lows = [seg[:, 1].min() for c in ax1.containers for seg in c.lines[2][0].get_segments()]
+    assert min(lows) == 0
+    for ax in (ax1, ax2):
+        assert ax.yaxis.get_offset_text().get_text() == ""
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
     if exp.x_scale == "log":  # threads 1 … 16 double: drawn on a log axis
         fig = comparison.figure(exp, comparison.compute(exp, pd.read_csv(tmp_path / "o" /
                                                                          "runs.csv"), 0.95),

@@ -231,9 +231,11 @@ def completion_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: i
         for j, v in enumerate(exp.variants):
             if v.label not in d.index:
                 continue
-            ax.errorbar(d.loc[v.label, "tat_mean"], j,
-                        xerr=0 if pd.isna(h := d.loc[v.label, "tat_half_width"]) else h,
-                        ls="none", **report._style(j))  # fmt: skip
+            mean = d.loc[v.label, "tat_mean"]
+            h = 0 if pd.isna(h := d.loc[v.label, "tat_half_width"]) else h
+            # No completion time is negative: a wide interval's bar stops at 0.
+            ax.errorbar(mean, j, xerr=[[min(h, max(mean, 0))], [h]], ls="none",
+                        **report._style(j))  # fmt: skip
         ax.set_yticks(range(k), labels if i % cols == 0 else [""] * k)
         ax.set_ylim(k - 0.5, -0.5)
         ax.set_title(f"{app} ({int(d.threads.iloc[0])} threads)", fontsize=9)
@@ -241,6 +243,7 @@ def completion_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: i
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # 4-digit ms labels must not touch
         ax.grid(axis="x", alpha=0.3)
         ax.margins(x=0.25)
+        report._readable(ax, "x", 0.0, report.MIN_METRIC_SPAN)
         if i // cols == rows - 1 or i + cols >= len(order):
             ax.set_xlabel("completion time (ms)", fontsize=8)
     for i in range(len(order), rows * cols):
@@ -296,7 +299,8 @@ def gain_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: int):
         ys = [i + off(j) for i, app in enumerate(order) if app in d.index]
         xs = [100 * d.loc[app, "remote_share_mean"] for app in order if app in d.index]
         err = [100 * d.loc[app, "remote_share_half_width"] for app in order if app in d.index]
-        ax2.errorbar(xs, ys, xerr=pd.Series(err).fillna(0), ls="none",
+        shares = pd.DataFrame({"mean": xs, "half_width": err})
+        ax2.errorbar(xs, ys, xerr=report._metric_err(shares), ls="none",
                      label=v.label if j == 0 else None, **report._style(j))  # fmt: skip
     ax1.axvline(0, color="grey", lw=0.8)
     ax1.axhline(m - 0.5, color="#bbb", lw=0.8)
@@ -313,6 +317,8 @@ def gain_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: int):
     ax2.set_title("remote-access share, % — lower is nearer its memory", fontsize=10)
     ax2.set_xlabel("share of accesses to another node's memory (%)")
     ax2.tick_params(axis="y", left=False)
+    report._readable(ax1, "x", report.MIN_GAIN_SPAN_PP)
+    report._readable(ax2, "x", report.MIN_GAIN_SPAN_PP)
     for ax in (ax1, ax2):
         ax.grid(axis="x", alpha=0.3)
     # One legend: the variants in their order (the baseline's marker from the right panel),

@@ -217,9 +217,13 @@ def figure(exp: Experiment, c: Comparison, machine: str):
         d = t[t.policy == v.label].sort_values("x")
         x = back(to(d.x) + step * (i - (k - 1) / 2))
         style = {**report._style(i), "ls": report._LINES[(i // 10) % len(report._LINES)]}
-        ax1.errorbar(x, d["mean"], yerr=d.half_width.fillna(0), label=v.label, **style)
-        ax2.errorbar(x, d.locality_mean * scale, yerr=(d.locality_half_width * scale).fillna(0),
-                     **style)  # fmt: skip
+        ax1.errorbar(x, d["mean"], yerr=report._metric_err(d), label=v.label, **style)
+        loc = pd.DataFrame({"mean": d.locality_mean * scale,
+                            "half_width": d.locality_half_width * scale})  # fmt: skip
+        lo_err, hi_err = report._metric_err(loc)
+        if c.locality == _SHARE:  # a share: no bar beyond 100 %
+            hi_err = np.minimum(hi_err, (100.0 - loc["mean"]).clip(lower=0))
+        ax2.errorbar(x, loc["mean"], yerr=[lo_err, hi_err], **style)
     pad = 0.05 * span
     for ax in (ax1, ax2):
         if log:
@@ -229,6 +233,8 @@ def figure(exp: Experiment, c: Comparison, machine: str):
         ax.set_xlim(back(to(xs[0]) - pad), back(to(xs[-1]) + pad))
         ax.set_xlabel(exp.x_label)
         ax.grid(alpha=0.3)
+    report._readable(ax1, "y", 0.0, report.MIN_METRIC_SPAN)
+    report._readable(ax2, "y", 0.0, report.MIN_METRIC_SPAN)
     label = METRIC_LABELS[exp.metric]
     ax1.set_ylabel(label)
     ax1.set_title(f"{label} — lower is better", fontsize=10)
@@ -239,9 +245,12 @@ def figure(exp: Experiment, c: Comparison, machine: str):
     panels.suptitle(textwrap.fill(f"{machine} · {report.experiment_title(exp)} · n = "
                                   f"{exp.ns[0]}", 110))  # fmt: skip
     reps = int(t.replications.min()) if len(t) else 0
+    stop = " and 100 %" if c.locality == _SHARE else ""
+    wide = f"with 2 replications the intervals are wide; bars stop at 0{stop}\n"
+    wide = wide if reps == 2 else ""
     cap = (f"error bars: {report.confidence_text(c.confidence)} t-interval of each mean, {reps} "
            "replications; every policy runs the same workloads at each x, so the claims compare "
-           "pairs replication by replication\n"
+           "pairs replication by replication\n" + wide
            + describe(exp.assumptions)) if reps >= 2 else (
         "no error bars: fewer than 2 replications\n" + describe(exp.assumptions))  # fmt: skip
     foot.text(0.5, 0.5, cap, ha="center", va="center", fontsize=8, color="#444")

@@ -381,6 +381,7 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
         ax.set_xlabel("processes (n)")
         ax.set_title(textwrap.fill(f"{v.label} vs {exp.baseline.label}", 60), fontsize=10)
         ax.grid(alpha=0.3)
+    report._readable(axes[0], "y", report.MIN_GAIN_SPAN_PP)  # the axes share y
     axes[0].set_ylabel(f"{noun} (%) — higher is better")
     panels.suptitle(f"{machine} · {report.workload_label(exp, w)} · ablation")
     panels.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
