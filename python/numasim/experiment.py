@@ -402,7 +402,10 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
     check_budget(exp, f"{origin}: replications")
     labels = [v.label for v in exp.variants]
     if len(set(labels)) != len(labels):
-        raise InputError(f"{origin}: the baseline and policies must differ")
+        twice = next(x for i, x in enumerate(labels) if x in labels[:i])
+        what = "is the baseline too" if twice == labels[0] else "is listed twice"
+        raise InputError(f"{origin}: policies: {twice} {what} (the baseline and policies must "
+                         "differ)")  # fmt: skip
     extra = [v.label for v in exp.extra]
     if len(set(extra)) != len(extra) or set(extra) & set(labels):
         raise InputError(f"{origin}: extra: its variants must differ from each other and from "

@@ -1222,6 +1222,14 @@ impl Workload {
     /// Reads JSON written by [`Workload::to_json`]. Unknown fields are refused (as an extra CSV
     /// column is); errors name the line, column and key path (`processes[3].demand_ns`).
     pub fn from_json(origin: &str, text: &str) -> Result<Self> {
+        // serde would read a list as the struct's fields in order ("expected struct Workload
+        // with 2 elements"): say what the file must be instead.
+        if !text.trim_start().starts_with('{') {
+            return Err(InputError::new(
+                origin,
+                r#"a JSON workload is an object {"processes": [...]} (as numasim run --out writes it)"#,
+            ));
+        }
         let de = &mut serde_json::Deserializer::from_str(text);
         let w: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let err = crate::error::serde_json_error(origin, &e);
@@ -1437,6 +1445,12 @@ mod tests {
             "w.json: line 1, column 64, key processes[0].demand_ns: invalid type: string \"abc\", \
              expected a whole number ≥ 0"
         );
+        for not_object in ["[]", "[[], []]", "  \"x\"", ""] {
+            let e = Workload::from_json("w.json", not_object)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("w.json: a JSON workload is an object"), "{e}");
+        }
         let e = Workload::from_json("w.json", r#"{"processes":[],"extra":1}"#).unwrap_err();
         assert!(
             e.to_string().contains("key extra: unknown field `extra`"),
