@@ -936,6 +936,14 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(e.format_message().split())
         click.echo(f"numasim: error: {message}", err=True)
         return EXIT_BAD_INPUT
+    except _core.PolicyError as e:
+        if e.__cause__ is not None:
+            # The policy's own code raised: its traceback is the useful message.
+            from numasim.policy.errors import user_traceback
+
+            click.echo(user_traceback(e.__cause__), err=True, nl=False)
+        click.echo(f"numasim: error: {' '.join(str(e).split())}", err=True)
+        return EXIT_BAD_INPUT
     except _core.InputError as e:
         click.echo(f"numasim: error: {' '.join(str(e).split())}", err=True)
         return EXIT_BAD_INPUT

@@ -33,10 +33,12 @@
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
 //! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`.
 
+mod columns;
 mod view;
 
 pub use crate::state::{MigrationKind, PState};
 pub use crate::workload::Pid;
+pub use columns::{CpuColumns, TaskColumns};
 pub use view::{ProcInfo, ThreadPages, View, World};
 
 use crate::config::EngineConfig;
@@ -344,7 +346,16 @@ pub trait Policy: Send {
 
     /// What the policy counted itself over the run (e.g. NUMA hinting faults, pages
     /// migrated), by name, reported in the run's summary as `policy_metrics`; none by default.
-    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
         Vec::new()
+    }
+
+    /// Why the policy cannot go on, once it cannot (an external policy whose code raised or
+    /// answered wrongly: `policy::external`); `None` while it can. The engine asks every
+    /// [`WATCH_EVERY_EVENTS`](crate::engine::WATCH_EVERY_EVENTS) events and once the run has
+    /// ended, and ends the run with this error; a policy that fails answers sanely (as if it
+    /// decided nothing) until then. Never by default.
+    fn failure(&mut self) -> Option<crate::error::InputError> {
+        None
     }
 }
