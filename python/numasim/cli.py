@@ -819,6 +819,38 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 
+@cli.command(name="check-policy")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--class", "class_name", default=None, help="Check only this class of FILE.")
+@click.option("--machine", default="numa-4x8", show_default=True, help="Machine of the run.")
+@click.option("--workload", default="n=200,kind=mixed,exec=100,arrival=random",
+              show_default=True, help="Workload spec of the run.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), default=1, show_default=True)
+def check_policy(file: str, class_name: str | None, machine: str, workload: str,
+                 seed: int) -> None:  # fmt: skip
+    """Check that a Python policy gives one result per seed: each class of FILE runs one
+    scenario twice, in fresh interpreters with different string-hash seeds, and the two results
+    must be the same bit for bit (exit 1 if they differ)."""
+    from numasim.policy.check import check, classes_in
+
+    names = [class_name] if class_name else classes_in(Path(file))
+    if not names:
+        raise _core.InputError(f"{file}: defines no subclass of numasim.policy.Policy")
+    differ = 0
+    for name in names:
+        verdict = check(f"py:{file}:{name}", machine, workload, seed)
+        if verdict.same:
+            click.echo(f"{name}: same result under two hash seeds ({verdict.digests[0][:16]})")
+        else:
+            differ += 1
+            digests = ", ".join(d[:16] for d in verdict.digests)
+            click.echo(f"{name}: results differ between two interpreters ({digests}): look for "
+                       "set or dict order of strings, time.time(), the random module, module "
+                       "globals")  # fmt: skip
+    if differ:
+        raise click.exceptions.Exit(1)
+
+
 @cli.group(name="list")
 def list_() -> None:
     """List what numasim ships."""

@@ -32,12 +32,16 @@ fn setup(preset: &str, spec: &str) -> (Machine, Domains, Workload) {
     (m, d, w)
 }
 
+type Answer = Box<dyn FnMut(&View<'_>) -> Vec<Decision> + Send>;
+type CpuAnswer = Box<dyn FnMut(&View<'_>, CpuId, BalanceKind) -> Vec<Decision> + Send>;
+type Placement = Box<dyn FnMut(&View<'_>, Pid) -> Option<i64> + Send>;
+
 /// What each callback answers (a closure per hook), and how often each was asked.
 #[derive(Default)]
 struct Scripted {
-    balance: Option<Box<dyn FnMut(&View<'_>) -> Vec<Decision> + Send>>,
-    balance_cpu: Option<Box<dyn FnMut(&View<'_>, CpuId, BalanceKind) -> Vec<Decision> + Send>>,
-    place: Option<Box<dyn FnMut(&View<'_>, Pid) -> Option<i64> + Send>>,
+    balance: Option<Answer>,
+    balance_cpu: Option<CpuAnswer>,
+    place: Option<Placement>,
     raise_at_ns: Option<u64>,
     asked_cpu: std::sync::Arc<std::sync::Mutex<Vec<(CpuId, bool, bool)>>>,
 }
@@ -219,7 +223,7 @@ fn a_pid_moved_twice_or_to_its_own_cpu_or_not_runnable_is_refused() {
     let case = setup("numa-2x4", "n=40,kind=cpu,exec=100");
     let answer = |make: fn(&View<'_>) -> Vec<Decision>| {
         let cb = Scripted {
-            balance: Some(Box::new(move |v| make(v))),
+            balance: Some(Box::new(make)),
             ..Scripted::default()
         };
         let hooks = Hooks {

@@ -294,6 +294,15 @@ fn type_name(x: &Bound<'_, PyAny>) -> String {
 }
 
 impl Callbacks for PyCallbacks {
+    fn setup(&mut self, view: &View<'_>) -> Result<(), Failure> {
+        self.with_view(
+            view,
+            "setup",
+            |py, raw| PyTuple::new(py, [raw.into_any()]),
+            |_| Ok(()),
+        )
+    }
+
     fn balance(&mut self, view: &View<'_>, out: &mut Vec<Decision>) -> Result<(), Failure> {
         self.with_view(
             view,

@@ -39,11 +39,15 @@ class Adapter:
         gate = cls.balance_cpu_when if overridden(cls, "balance_cpu") else None
         return period, gate, overridden(cls, "place"), overridden(cls, "metrics")
 
+    def setup(self, raw: Any) -> None:
+        self._ctx = Context(raw, self.options)
+        self.policy.setup(self._ctx)
+
     def _view(self, raw: Any) -> View:
-        if self._ctx is None:
-            self._ctx = Context(raw, self.options)
-            self.policy.setup(self._ctx)
-        return View(raw, self._ctx.distances)
+        ctx = self._ctx
+        assert ctx is not None, "the core calls setup first"
+        ctx._raw = raw  # ctx.levels reads the callback's state
+        return View(raw, ctx.distances)
 
     def balance(self, raw: Any) -> list[Any]:
         return _answer(self.policy.balance(self._view(raw)))

@@ -1088,6 +1088,7 @@ fn drive(
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
+    policy.start(&s.view());
     let global_period = policy.global_period_ns().filter(|&p| p > 0);
     if let Some(period) = global_period {
         s.push(s.w.now + period, Event::Global);

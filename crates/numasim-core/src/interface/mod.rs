@@ -3,7 +3,8 @@
 //! it depends on neither.
 //!
 //! ```text
-//!   engine ── place_new(view, pid, spawn_cpu) ──────────────► Some(cpu) | None = hold it
+//!   engine ── start(view) once, when the run starts
+//!          ── place_new(view, pid, spawn_cpu) ──────────────► Some(cpu) | None = hold it
 //!          ── place_wakeup(view, pid, prev_cpu) ────────────► Some(cpu) | None = hold it
 //!          ── first_touch_node(view, pid, cpu) ─────────────► node       (page placement)
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
@@ -189,6 +190,11 @@ pub struct Quiet {
 pub trait Policy: Send {
     /// Configuration name.
     fn name(&self) -> &'static str;
+
+    /// The run starts: called once, before any other method but the ones read when the run
+    /// starts (`timeslice_ns`, `slice_tick_ns`, `active_balance_latency_ns`, `tracks_pelt`)
+    /// and the first `next_periodic_ns` of each CPU. Nothing by default.
+    fn start(&mut self, _view: &View<'_>) {}
 
     /// Where a new process starts (fork/exec balancing), given its parent's CPU; `None` holds it
     /// (no runqueue) until an attempt's `places` names its processor.

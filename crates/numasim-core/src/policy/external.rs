@@ -16,6 +16,7 @@
 //! ```
 //!
 //! 1. [`Hooks`] says which callbacks the code overrides; the others are never called.
+//!    `Callbacks::setup` is called once, when the run starts, before any other.
 //! 2. Machine-wide balancing runs every [`Hooks::period_ns`]: the engine's `global_balance`.
 //! 3. Per-CPU balancing replaces the base's: each CPU keeps, per level of its hierarchy, the
 //!    time it last balanced there; a level comes due after its `min_interval_ms` on an idle
@@ -80,6 +81,10 @@ impl Why {
 /// The code outside the core. Each method gets the view of the instant; decisions go into
 /// `out` (cleared before the call).
 pub trait Callbacks: Send {
+    /// Once a run, before any other callback: when the run starts (`Policy::start`).
+    fn setup(&mut self, _view: &View<'_>) -> Result<(), Failure> {
+        Ok(())
+    }
     /// Machine-wide balancing.
     fn balance(&mut self, view: &View<'_>, out: &mut Vec<Decision>) -> Result<(), Failure>;
     /// Per-CPU balancing of `cpu` at `level`.
@@ -387,6 +392,13 @@ impl External {
 impl Policy for External {
     fn name(&self) -> &'static str {
         self.base.name()
+    }
+
+    fn start(&mut self, view: &View<'_>) {
+        self.base.start(view);
+        if let Err(f) = self.callbacks.setup(view) {
+            self.fail_callback(view, "setup", None, f);
+        }
     }
 
     fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
