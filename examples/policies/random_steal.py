@@ -15,7 +15,7 @@ from numasim.policy import Move, Policy
 
 class RandomSteal(Policy):
     base = "linux26"
-    balance_cpu_when = "idle+overloaded"
+    balance_cpu_when = "idle"
 
     def setup(self, ctx):
         self.rng = ctx.rng  # seeded for the run: the same seed steals the same tasks

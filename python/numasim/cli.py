@@ -345,12 +345,21 @@ class _BenchCommand(click.Command):
               help="Run the matched scenarios (data/bench/peer.toml) in numasim and in this "
               "simulator too: times in-process and whole-process, and their ratios "
               "(pip install 'numasim[peer]').")  # fmt: skip
-def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None) -> None:
+@click.option("--policies", "python_policies", is_flag=True,
+              help="Time the example policies written in Python against their base on "
+              "scenario (a)'s run (data/bench/policies.toml; a source checkout).")  # fmt: skip
+def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None,
+          python_policies: bool) -> None:  # fmt: skip
     """Run the fixed benchmark scenarios: wall time, events, events/s, peak memory."""
     from numasim import bench as b
 
-    if scaling and peer:
-        raise click.UsageError("--scaling and --peer are separate benchmarks; choose one")
+    if sum(map(bool, (scaling, peer, python_policies))) > 1:
+        raise click.UsageError("--scaling, --peer and --policies are separate benchmarks; "
+                               "choose one")  # fmt: skip
+    if python_policies:
+        results = b.run_policies()
+        click.echo(json.dumps(results) if as_json else b.policies_text(results))
+        return
     names = only.split(",") if only else None
     if scaling:
         _bench_scaling(names, as_json)
