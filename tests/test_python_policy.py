@@ -24,7 +24,7 @@ EXAMPLES = ROOT / "examples" / "policies"
 NODEBAL = f"py:{EXAMPLES / 'nodebal.py'}:NodeBalancer"
 #: Every example class: its file and name.
 EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_home.py", "OriginHome"),
-                   ("random_steal.py", "RandomSteal")]  # fmt: skip
+                   ("random_steal.py", "RandomSteal"), ("idle_pull.py", "IdlePull")]  # fmt: skip
 
 
 def policy_file(tmp_path: Path, body: str, name: str = "p.py") -> Path:
