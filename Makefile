@@ -18,7 +18,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	@echo "numasim: installing the Python packages into $(VENV)"
 	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	@$(BIN)/python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" \
-		"click>=8.1" "pyyaml>=6" "pandas>=2" "pyarrow>=14" "scipy>=1.11" "matplotlib>=3.8" \
+		"click>=8.1" "pyyaml>=6" "pandas>=2" "numpy>=1.26" "pyarrow>=14" "scipy>=1.11" "matplotlib>=3.8" \
 		"rich>=13" "pydantic>=2.6" "dask[distributed]>=2024.1" "pytest>=8" "hypothesis>=6" "ruff>=0.6"
 	@touch $@
 

@@ -43,7 +43,7 @@ def test_the_scaling_sweep_is_equal_load_and_not_a_default_scenario():
     [
         (
             ["--scaling", "--peer", "simso"],
-            "--scaling and --peer are separate benchmarks; choose one",
+            "--scaling, --peer and --policies are separate benchmarks; choose one",
         ),
         (
             ["--scaling", "--only", "100"],

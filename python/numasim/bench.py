@@ -84,6 +84,55 @@ def run_all(names: list[str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
+# --- Python policies against their base (--policies) ----------------------------------------
+
+
+def policy_bench() -> dict[str, Any]:
+    """data/bench/policies.toml."""
+    return tomllib.loads((data_dir("bench") / "policies.toml").read_text())
+
+
+def run_policies() -> list[dict[str, Any]]:
+    """Each policy of data/bench/policies.toml, the fastest of ``repeat`` runs in this process,
+    with its ratio to the first (the base alone)."""
+    import time
+    from pathlib import Path
+
+    from numasim.policy import parse
+
+    pb = policy_bench()
+    root = Path(__file__).resolve().parents[2]  # the source checkout: examples/ is there
+    m = _machine(pb["machine"])
+    w = _core.Workload.generate(m._core, pb["workload"], pb["seed"])
+    d = _core.Domains.build(m._core, pb["domains"])
+    out = []
+    for p in pb["policy"]:
+        text = p["policy"]
+        spec = parse(text.replace("py:", f"py:{root}/", 1), "policies.toml") if (
+            text.startswith("py:")) else None  # fmt: skip
+        best = float("inf")
+        for _ in range(pb.get("repeat", 1)):
+            adapter = spec.adapter() if spec else None
+            t = time.perf_counter()
+            _core.simulate_summary(m._core, d, w, spec.base if spec else text, "", adapter)
+            best = min(best, time.perf_counter() - t)
+        ratio = best / out[0]["run_s"] if out else 1.0
+        out.append({"name": p["name"], "title": p["title"], "policy": text, "run_s": best,
+                    "ratio": ratio, "limit": p.get("limit")})  # fmt: skip
+    return out
+
+
+def policies_text(results: list[dict[str, Any]]) -> str:
+    pb = policy_bench()
+    lines = [f"{pb['machine']}, {pb['workload']}, seed {pb['seed']}, {pb['domains']} domains; "
+             f"the fastest of {pb.get('repeat', 1)} runs each"]  # fmt: skip
+    for r in results:
+        aim = f" (aim: at most {r['limit']}×)" if r["limit"] else ""
+        lines.append(f"  {r['name']:<13} {r['run_s'] * 1e3:8.1f} ms  {r['ratio']:6.1f}× the base"
+                     f"{aim}  {r['title']}")  # fmt: skip
+    return "\n".join(lines)
+
+
 # --- the scaling sweep (--scaling) ---------------------------------------------------------
 
 

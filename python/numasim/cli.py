@@ -361,12 +361,21 @@ class _BenchCommand(click.Command):
               help="Run the matched scenarios (data/bench/peer.toml) in numasim and in this "
               "simulator too: times in-process and whole-process, and their ratios "
               "(pip install 'numasim[peer]').")  # fmt: skip
-def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None) -> None:
+@click.option("--policies", "python_policies", is_flag=True,
+              help="Time the example policies written in Python against their base on "
+              "scenario (a)'s run (data/bench/policies.toml; a source checkout).")  # fmt: skip
+def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None,
+          python_policies: bool) -> None:  # fmt: skip
     """Run the fixed benchmark scenarios: wall time, events, events/s, peak memory."""
     from numasim import bench as b
 
-    if scaling and peer:
-        raise click.UsageError("--scaling and --peer are separate benchmarks; choose one")
+    if sum(map(bool, (scaling, peer, python_policies))) > 1:
+        raise click.UsageError("--scaling, --peer and --policies are separate benchmarks; "
+                               "choose one")  # fmt: skip
+    if python_policies:
+        results = b.run_policies()
+        click.echo(json.dumps(results) if as_json else b.policies_text(results))
+        return
     names = only.split(",") if only else None
     if scaling:
         _bench_scaling(names, as_json)
@@ -835,6 +844,38 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 
+@cli.command(name="check-policy")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--class", "class_name", default=None, help="Check only this class of FILE.")
+@click.option("--machine", default="numa-4x8", show_default=True, help="Machine of the run.")
+@click.option("--workload", default="n=200,kind=mixed,exec=100,arrival=random",
+              show_default=True, help="Workload spec of the run.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), default=1, show_default=True)
+def check_policy(file: str, class_name: str | None, machine: str, workload: str,
+                 seed: int) -> None:  # fmt: skip
+    """Check that a Python policy gives one result per seed: each class of FILE runs one
+    scenario twice, in fresh interpreters with different string-hash seeds, and the two results
+    must be the same bit for bit (exit 1 if they differ)."""
+    from numasim.policy.check import check, classes_in
+
+    names = [class_name] if class_name else classes_in(Path(file))
+    if not names:
+        raise _core.InputError(f"{file}: defines no subclass of numasim.policy.Policy")
+    differ = 0
+    for name in names:
+        verdict = check(f"py:{file}:{name}", machine, workload, seed)
+        if verdict.same:
+            click.echo(f"{name}: same result under two hash seeds ({verdict.digests[0][:16]})")
+        else:
+            differ += 1
+            digests = ", ".join(d[:16] for d in verdict.digests)
+            click.echo(f"{name}: results differ between two interpreters ({digests}): look for "
+                       "set or dict order of strings, time.time(), the random module, module "
+                       "globals")  # fmt: skip
+    if differ:
+        raise click.exceptions.Exit(1)
+
+
 @cli.group(name="list")
 def list_() -> None:
     """List what numasim ships."""
@@ -953,6 +994,14 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as e:
         message = " ".join(e.format_message().split())
         click.echo(f"numasim: error: {message}", err=True)
+        return EXIT_BAD_INPUT
+    except _core.PolicyError as e:
+        if e.__cause__ is not None:
+            # The policy's own code raised: its traceback is the useful message.
+            from numasim.policy.errors import user_traceback
+
+            click.echo(user_traceback(e.__cause__), err=True, nl=False)
+        click.echo(f"numasim: error: {' '.join(str(e).split())}", err=True)
         return EXIT_BAD_INPUT
     except _core.InputError as e:
         click.echo(f"numasim: error: {' '.join(str(e).split())}", err=True)

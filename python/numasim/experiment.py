@@ -36,7 +36,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,6 +47,9 @@ from numasim.errors import Interrupted
 from numasim.lifeline import abandon_if_alive, die_with
 from numasim.machine import MAX_SMALL_FILE_BYTES, check_builder, data_dir, read_text
 from numasim.sim import default_domains
+
+if TYPE_CHECKING:
+    from numasim.policy import PolicySpec
 
 METRICS = (
     "mean_tat_ms",
@@ -87,6 +90,14 @@ class Variant:
     label: str
     policy: str
     domains: str
+    #: The checked Python class of a ``py:`` setting (numasim.policy), sent to the workers.
+    source: PolicySpec | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        """What the store keys this variant's runs by: the setting, or for a Python class
+        its file's name, class, options and the digest of its source."""
+        return self.policy if self.source is None else self.source.key
 
 
 @dataclass(frozen=True)
@@ -201,9 +212,16 @@ def parse_variant(origin: str, text: str) -> Variant:
     """``policy`` (its default domains) or ``policy@domains``; a policy may carry options,
     ``origin-aware:v2=off@multilevel``."""
     policy, _, domains = text.partition("@")
-    default = default_domains(policy, origin)  # checks the policy and its options
+    source = None
+    if policy.startswith("py:"):
+        from numasim.policy import parse as parse_policy
+
+        where = Path(origin)
+        source = parse_policy(policy, origin, where.parent if where.is_file() else None)
+    # Checks the policy and its options (a Python class's base).
+    default = default_domains(source.base if source else policy, origin)
     domains = check_builder(domains, origin) if domains else default
-    return Variant(text, policy, domains)
+    return Variant(text, policy, domains, source)
 
 
 def load(name_or_path: str | Path) -> Experiment:
@@ -557,7 +575,7 @@ def run_batch(
     spec: str,
     n: int,
     reps: list[tuple[int, int]],
-    variants: list[tuple[str, str, str]],
+    variants: list[tuple],
     assume: str = "",
 ) -> list[dict[str, Any]]:
     """One task: replications ``(r, seed)`` of one cell under ``variants`` (label, policy,
@@ -571,9 +589,16 @@ def run_batch(
     rows = []
     for _, seed in reps:
         w = _core.Workload.generate(m, f"n={n},{spec}", seed)
-        for _, policy, domains in variants:
+        for variant in variants:
+            _, policy, domains = variant[:3]
+            source = variant[3] if len(variant) > 3 else None
             d = _domains(machine_json, domains)
-            result = json.loads(_core.simulate_summary(m, d, w, policy, assume))
+            if source is None:
+                result = json.loads(_core.simulate_summary(m, d, w, policy, assume))
+            else:
+                # A fresh instance of the class, from the source text sent, for every run.
+                summary = _core.simulate_summary(m, d, w, source.base, assume, source.adapter())
+                result = json.loads(summary)
             s = result["summary"]
             row = {key: s["balance"]["cost_ms"] if key == "balance_cost_ms" else s[key]
                    for key in METRICS}  # fmt: skip
@@ -659,13 +684,13 @@ def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
         for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
             reps = [(r, replication_seed(exp.seed, machine, w.name, n, r))
                     for r in range(exp.replications)]  # fmt: skip
-            keyed = [run_keys({"machine": digest, "spec": w.spec, "n": n, "policy": v.policy,
+            keyed = [run_keys({"machine": digest, "spec": w.spec, "n": n, "policy": v.key,
                                "domains": v.domains, "assumptions": assumed}, reps)
                      for v in exp.variants]  # fmt: skip
             for i, (r, seed) in enumerate(reps):
                 for v, keys in zip(exp.variants, keyed, strict=True):
                     fields = {"machine": digest, "spec": w.spec, "n": n, "replication": r,
-                              "seed": seed, "policy": v.policy, "domains": v.domains,
+                              "seed": seed, "policy": v.key, "domains": v.domains,
                               "assumptions": assumed}  # fmt: skip
                     key, fields_json = keys[i]
                     out.append(Run(machine, w, n, r, seed, v, key, fields, fields_json))
@@ -803,9 +828,9 @@ def execute(
 def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
     first = batch[0]
     reps = sorted({(r.replication, r.seed) for r in batch})
-    variants: list[tuple[str, str, str]] = []
+    variants: list[tuple[str, str, str, PolicySpec | None]] = []
     for r in batch:
-        v = (r.variant.label, r.variant.policy, r.variant.domains)
+        v = (r.variant.label, r.variant.policy, r.variant.domains, r.variant.source)
         if v not in variants:
             variants.append(v)
     # run_batch returns the runs replication by replication, variants in this order: the

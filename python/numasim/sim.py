@@ -221,6 +221,11 @@ def simulate(
     ``kernel26`` profile. A profile is applied first wherever it stands, then the items.
     ``Result.assumptions`` holds the full resolved set.
 
+    ``policy`` is a registered policy's setting (``origin-aware:v1=off``) or a Python class,
+    ``py:FILE.py:Class[:key=value,...]`` (numasim.policy; docs/writing-a-policy.md): a wrong
+    answer or an exception of that class raises ``numasim.PolicyError`` (an InputError), with
+    the policy's own exception as its ``__cause__``.
+
     ``on_progress(now_ns, done, processes, last_arrival_ns)`` is called every 20 ms of wall
     time while the run lasts: the simulated time reached, the processes completed, their number
     and the last arrival. Ctrl-C stops the run within milliseconds (``KeyboardInterrupt``), as
@@ -236,16 +241,23 @@ def simulate(
         workload = Workload.generate(machine, workload, seed)
     else:
         check_seed(seed)
-    builder = check_builder(domains) if domains else default_domains(policy, "policy")
+    base, external = policy, None
+    if policy.startswith("py:"):
+        from numasim.policy import parse
+
+        spec = parse(policy, "policy")
+        base, external = spec.base, spec.adapter()
+    builder = check_builder(domains) if domains else default_domains(base, "policy")
     resolved = assumptions.resolve(assume, "assume")
     raw_json = _core.simulate(
         machine._core,
         workload._core,
-        policy,
+        base,
         builder,
         trace,
         assumptions.canonical(resolved),
         on_progress,
+        external,
     )
     return Result(raw=json.loads(raw_json), raw_json=raw_json, assumptions=resolved)
 
@@ -280,5 +292,9 @@ def policies() -> list[tuple[str, str, str, str]]:
 def default_domains(policy: str, origin: str = "--policy") -> str:
     """The domain builder a policy setting (``name[:options]``) runs over when none is given;
     an unknown policy or a bad option is an InputError."""
+    if policy.startswith("py:"):
+        from numasim.policy import parse
+
+        policy = parse(policy, origin).base
     name = _core.check_policy(origin, policy)
     return next(builder for n, _, _, builder in policies() if n == name)

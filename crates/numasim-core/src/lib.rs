@@ -80,6 +80,31 @@ pub fn run_policy_watched(
     engine::run_watched(machine, domains, workload, p.as_mut(), config, watch)
 }
 
+/// [`run_policy_watched`] under an external policy: code outside the core (`callbacks`) for
+/// the hooks `hooks` names, the registered policy `base` (a setting) for the others, every
+/// decision checked (`policy::external`). `label` names the policy in errors.
+#[allow(clippy::too_many_arguments)] // a run's inputs, and the external code's three
+pub fn run_external_watched(
+    machine: &Machine,
+    domains: &Domains,
+    workload: &workload::Workload,
+    base: &str,
+    callbacks: Box<dyn policy::external::Callbacks>,
+    hooks: policy::external::Hooks,
+    label: &str,
+    config: &config::EngineConfig,
+    watch: &mut dyn engine::Watch,
+) -> Result<engine::Outcome> {
+    let base = policy_for(machine, domains, base, config)?;
+    let ctx = interface::PolicyContext {
+        machine,
+        domains,
+        config,
+    };
+    let mut p = policy::external::External::new(&ctx, base, callbacks, hooks, label);
+    engine::run_watched(machine, domains, workload, &mut p, config, watch)
+}
+
 /// The policy a setting names, built for `machine`, `domains` and `config`.
 fn policy_for(
     machine: &Machine,

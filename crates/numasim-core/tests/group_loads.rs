@@ -358,7 +358,7 @@ impl Policy for QuietOrNot {
     fn tick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
         self.inner.tick(v, cpu)
     }
-    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
         self.inner.extra_metrics()
     }
 }

@@ -513,8 +513,9 @@ impl Policy for WithNuma {
     fn active_balance(&mut self, v: &View<'_>, busiest: CpuId, target: CpuId) -> Option<Attempt> {
         self.inner.active_balance(v, busiest, target)
     }
-    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
-        self.numa.stats().metrics()
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
+        let named = self.numa.stats().metrics().into_iter();
+        named.map(|(k, v)| (k.to_owned(), v)).collect()
     }
 }
 

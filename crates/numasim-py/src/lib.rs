@@ -6,6 +6,8 @@
 //! (`numasim_core::engine::watch`), to run Python's signal handlers: Ctrl-C raises
 //! `KeyboardInterrupt` out of a run within milliseconds, and the run is dropped.
 
+mod external;
+
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -28,6 +30,14 @@ create_exception!(
     InputError,
     PyValueError,
     "Bad user input: the message names the file, the place in it and the problem."
+);
+
+create_exception!(
+    numasim._core,
+    PolicyError,
+    InputError,
+    "A policy written in Python raised or answered wrongly: the message names the hook, the \
+     simulated time and the CPU; an exception the policy raised is its __cause__."
 );
 
 fn input_err(e: CoreInputError) -> PyErr {
@@ -284,10 +294,60 @@ impl Watch for PyWatch<'_> {
     }
 }
 
+/// Runs `w` under `policy` (a setting), or under the external policy `adapter` over the base
+/// `policy` when given (`numasim.policy`), watched by `watch`. Called without the interpreter.
+#[allow(clippy::too_many_arguments)] // a run's inputs
+fn run_any(
+    py: Python<'_>,
+    m: &numasim_core::Machine,
+    d: &numasim_core::Domains,
+    w: &numasim_core::workload::Workload,
+    policy: &str,
+    adapter: Option<Py<PyAny>>,
+    config: &EngineConfig,
+    watch: &mut Paced<PyWatch<'_>>,
+) -> PyResult<numasim_core::Result<Outcome>> {
+    let Some(adapter) = adapter else {
+        return Ok(py.detach(|| numasim_core::run_policy_watched(m, d, w, policy, config, watch)));
+    };
+    let label: String = adapter.getattr(py, "label")?.extract(py)?;
+    let (cb, hooks) = external::PyCallbacks::new(py, adapter)?;
+    let raised = cb.raised.clone();
+    let outcome = py.detach(|| {
+        numasim_core::run_external_watched(
+            m,
+            d,
+            w,
+            policy,
+            Box::new(cb),
+            hooks,
+            &label,
+            config,
+            watch,
+        )
+    });
+    if let Err(e) = &outcome {
+        let kept = raised.lock().expect("not poisoned").take();
+        if let Some(cause) = kept {
+            // Ctrl-C (or any exception that is no Exception) inside the policy goes on as itself.
+            if !cause.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                return Err(cause);
+            }
+            let err = PolicyError::new_err(e.to_string());
+            err.set_cause(py, Some(cause));
+            return Err(err);
+        }
+        if e.origin.starts_with("policy ") {
+            return Err(PolicyError::new_err(e.to_string()));
+        }
+    }
+    Ok(outcome)
+}
+
 /// Runs `workload` on `machine` with `policy` over `builder` domains; the result as JSON text.
 /// `on_progress(now_ns, done, processes, last_arrival_ns)` is called every few milliseconds.
 #[pyfunction]
-#[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume="", on_progress=None))]
+#[pyo3(signature = (machine, workload, policy, builder, record_trace=false, assume="", on_progress=None, external=None))]
 #[allow(clippy::too_many_arguments)] // the Python signature, keyword arguments with defaults
 fn simulate(
     py: Python<'_>,
@@ -298,15 +358,14 @@ fn simulate(
     record_trace: bool,
     assume: &str,
     on_progress: Option<Py<PyAny>>,
+    external: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let b: Builder = builder.parse().map_err(input_err)?;
     let (m, w) = (&machine.inner, &workload.inner);
     let config = engine_config(record_trace, assume)?;
     let mut watch = PyWatch::new(on_progress.as_ref());
-    let outcome = py.detach(|| {
-        let domains = b.build(m, &BuildOptions::default());
-        numasim_core::run_policy_watched(m, &domains, w, policy, &config, &mut watch)
-    });
+    let domains = py.detach(|| b.build(m, &BuildOptions::default()));
+    let outcome = run_any(py, m, &domains, w, policy, external, &config, &mut watch)?;
     PyWatch::finish(watch, outcome, |r| {
         serde_json::to_string(&r).expect("serialisable")
     })
@@ -346,7 +405,7 @@ impl Domains {
 /// Runs `workload` on `machine` over prebuilt `domains` with `policy`; only the summary (and
 /// the applications, when the workload has any) as JSON text: what an experiment reads.
 #[pyfunction]
-#[pyo3(signature = (machine, domains, workload, policy, assume=""))]
+#[pyo3(signature = (machine, domains, workload, policy, assume="", external=None))]
 fn simulate_summary(
     py: Python<'_>,
     machine: &Bound<'_, Machine>,
@@ -354,6 +413,7 @@ fn simulate_summary(
     workload: &Workload,
     policy: &str,
     assume: &str,
+    external: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     if !domains.machine.bind(py).is(machine) {
         return Err(PyValueError::new_err(
@@ -363,8 +423,7 @@ fn simulate_summary(
     let (m, d, w) = (&machine.get().inner, &domains.inner, &workload.inner);
     let config = engine_config(false, assume)?;
     let mut watch = PyWatch::new(None);
-    let outcome =
-        py.detach(|| numasim_core::run_policy_watched(m, d, w, policy, &config, &mut watch));
+    let outcome = run_any(py, m, d, w, policy, external, &config, &mut watch)?;
     PyWatch::finish(watch, outcome, |r| r.summary_json())
 }
 
@@ -518,5 +577,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_problems, m)?)?;
     m.add_function(wrap_pyfunction!(utilisation_timeline, m)?)?;
     m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("PolicyError", m.py().get_type::<PolicyError>())?;
+    m.add_class::<external::RawView>()?;
     Ok(())
 }

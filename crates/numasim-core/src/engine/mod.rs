@@ -934,6 +934,7 @@ impl<'a> State<'a> {
                     &domains.rings,
                 ),
                 allowed: Vec::new(),
+                pelt: false,
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -1083,9 +1084,11 @@ fn drive(
     s.slice_tick_ns = policy.slice_tick_ns().unwrap_or(0);
     s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
+    s.w.pelt = s.pelt;
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
+    policy.start(&s.view());
     let global_period = policy.global_period_ns().filter(|&p| p > 0);
     if let Some(period) = global_period {
         s.push(s.w.now + period, Event::Global);
@@ -1127,6 +1130,9 @@ fn drive(
         s.set_now(t);
         s.events_processed += 1;
         if s.events_processed & (WATCH_EVERY_EVENTS - 1) == 0 {
+            if let Some(e) = policy.failure() {
+                return Err(e);
+            }
             if let Some(w) = watch.as_deref_mut() {
                 let progress = Progress {
                     now_ns: s.w.now,
@@ -1169,12 +1175,14 @@ fn drive(
             Event::KickNext(cpu) => kick_step(&mut s, policy, cpu),
         }
     }
+    if let Some(e) = policy.failure() {
+        return Err(e);
+    }
     let mut result = metrics::collect(s);
-    result.summary.policy_metrics = policy
-        .extra_metrics()
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect();
+    result.summary.policy_metrics = policy.extra_metrics();
+    if let Some(e) = policy.failure() {
+        return Err(e);
+    }
     Ok(Outcome::Finished(Box::new(result)))
 }
 

@@ -3,7 +3,8 @@
 //! it depends on neither.
 //!
 //! ```text
-//!   engine ── place_new(view, pid, spawn_cpu) ──────────────► Some(cpu) | None = hold it
+//!   engine ── start(view) once, when the run starts
+//!          ── place_new(view, pid, spawn_cpu) ──────────────► Some(cpu) | None = hold it
 //!          ── place_wakeup(view, pid, prev_cpu) ────────────► Some(cpu) | None = hold it
 //!          ── first_touch_node(view, pid, cpu) ─────────────► node       (page placement)
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
@@ -33,10 +34,12 @@
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
 //! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`.
 
+mod columns;
 mod view;
 
 pub use crate::state::{MigrationKind, PState};
 pub use crate::workload::Pid;
+pub use columns::{CpuColumns, TaskColumns};
 pub use view::{ProcInfo, ThreadPages, View, World};
 
 use crate::config::EngineConfig;
@@ -187,6 +190,11 @@ pub struct Quiet {
 pub trait Policy: Send {
     /// Configuration name.
     fn name(&self) -> &'static str;
+
+    /// The run starts: called once, before any other method but the ones read when the run
+    /// starts (`timeslice_ns`, `slice_tick_ns`, `active_balance_latency_ns`, `tracks_pelt`)
+    /// and the first `next_periodic_ns` of each CPU. Nothing by default.
+    fn start(&mut self, _view: &View<'_>) {}
 
     /// Where a new process starts (fork/exec balancing), given its parent's CPU; `None` holds it
     /// (no runqueue) until an attempt's `places` names its processor.
@@ -344,7 +352,16 @@ pub trait Policy: Send {
 
     /// What the policy counted itself over the run (e.g. NUMA hinting faults, pages
     /// migrated), by name, reported in the run's summary as `policy_metrics`; none by default.
-    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
         Vec::new()
+    }
+
+    /// Why the policy cannot go on, once it cannot (an external policy whose code raised or
+    /// answered wrongly: `policy::external`); `None` while it can. The engine asks every
+    /// [`WATCH_EVERY_EVENTS`](crate::engine::WATCH_EVERY_EVENTS) events and once the run has
+    /// ended, and ends the run with this error; a policy that fails answers sanely (as if it
+    /// decided nothing) until then. Never by default.
+    fn failure(&mut self) -> Option<crate::error::InputError> {
+        None
     }
 }

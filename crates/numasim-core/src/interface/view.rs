@@ -58,6 +58,8 @@ pub struct World<'a> {
     /// Per process, the CPUs it may run on now (`None`: every CPU); empty when no process of
     /// the workload has an affinity, so that asking costs one bounds check.
     pub(crate) allowed: Vec<Option<CpuSet>>,
+    /// Whether PELT signals are kept for this run (`Policy::tracks_pelt`).
+    pub(crate) pelt: bool,
 }
 
 impl World<'_> {
@@ -333,6 +335,11 @@ impl View<'_> {
     /// The CPU whose PELT sums hold `pid`'s signals, if any.
     pub fn pelt_cpu(&self, pid: Pid) -> Option<CpuId> {
         self.procs[pid].pelt_cpu
+    }
+
+    /// How many processes the workload has (pids `0..proc_count()`).
+    pub fn proc_count(&self) -> usize {
+        self.procs.len()
     }
 
     /// A process.

@@ -5,9 +5,11 @@
 //! the registry: names, descriptions, references, option parsing and construction.
 
 pub mod capability_aware;
+pub mod external;
 pub mod linux;
 pub mod linux26;
 pub mod memory_aware;
+pub mod node_push;
 pub mod origin_aware;
 pub mod space;
 pub mod thread_aware;
@@ -28,7 +30,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 19] = [
+pub const POLICIES: [PolicyInfo; 20] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -79,6 +81,16 @@ pub const POLICIES: [PolicyInfo; 19] = [
                       pages, then the least memory shared with other threads",
         reference: "Chiang et al., memory-aware kernel mechanism and policies for inter-node load \
                     balancing on NUMA systems (COMPSAC 2018; SPE 49(2), 2019)",
+        default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "node-push",
+        description: "linux26 with a machine-wide node push balancer on a timer (scx_rusty's \
+                      shape): nodes above their share of the load by the threshold push the \
+                      task closest to half the imbalance to nodes below it; options threshold, \
+                      period-ms",
+        reference: "sched-ext/scx, scheds/rust/scx_rusty/src/load_balance.rs (push/pull \
+                    domains, load_imbal_high_ratio 0.17, half the imbalance transferred)",
         default_domains: "two-level",
     },
     PolicyInfo {
@@ -207,6 +219,7 @@ enum Spec {
     ThreadAware,
     MemoryAware,
     OriginAware(origin_aware::Options),
+    NodePush(node_push::Options),
     CapabilityAware(capability_aware::PlaceScope),
     Space(&'static str),
 }
@@ -238,6 +251,7 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
         "thread-aware" => no_options(name).map(|()| Spec::ThreadAware),
         "memory-aware" => no_options(name).map(|()| Spec::MemoryAware),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
+        "node-push" => node_push::Options::parse(origin, &pairs).map(Spec::NodePush),
         "capability-aware" => {
             capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
         }
@@ -274,6 +288,7 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         Spec::ThreadAware => Box::new(thread_aware::new(ctx)),
         Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
+        Spec::NodePush(o) => Box::new(node_push::NodePush::new(ctx, o)),
         Spec::CapabilityAware(scope) => {
             Box::new(capability_aware::CapabilityAware::new(ctx, scope))
         }

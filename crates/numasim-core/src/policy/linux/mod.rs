@@ -828,10 +828,11 @@ impl Policy for Linux {
         Some(a)
     }
 
-    fn extra_metrics(&self) -> Vec<(&'static str, f64)> {
-        self.numa
-            .as_ref()
-            .map_or_else(Vec::new, |n| n.stats().metrics())
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
+        self.numa.as_ref().map_or_else(Vec::new, |n| {
+            let named = n.stats().metrics().into_iter();
+            named.map(|(k, v)| (k.to_owned(), v)).collect()
+        })
     }
 
     fn balance(
