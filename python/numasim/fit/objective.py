@@ -7,7 +7,8 @@ published [reference]                     simulated under a Setting (common rand
   or:   average_gain_pct                    the same seeds for every setting
                   │                                   │
                   └──────── J = mean over published numbers of (ln numasim − ln published)²
-                            (rows: baseline and policy columns, absolute turnarounds), or
+                            (rows: baseline and policy columns, absolute values of the
+                            experiment's metric, mean turnaround unless it says), or
                             ((gain numasim − gain published) / 100)² for an average gain
 ```
 
@@ -58,15 +59,21 @@ def target(exp) -> Target:
     ref = exp.reference
     if ref is None:
         raise InputError(f"{exp.origin}: no [reference] table: nothing to fit")
+    if exp.metric in ex.APP_RUN_METRICS:
+        raise InputError(
+            f"{exp.origin}: metric: {exp.metric} is a metric of applications; fit compares "
+            "run metrics (mean turnaround, counts)"
+        )
     machine = exp.machines[0]
     cells, points = [], []
     for (workload, n), (base, pol, _) in ref.rows.items():
         if base is None and pol is None:
             continue
         cells.append((workload, n))
-        if base is not None:
+        # A log ratio needs a positive published value; a 0 is left out.
+        if base is not None and base > 0:
             points.append((len(cells) - 1, 0, float(base)))
-        if pol is not None:
+        if pol is not None and pol > 0:
             points.append((len(cells) - 1, 1, float(pol)))
     if points:
         return Target(machine, cells, points, None)
@@ -76,6 +83,10 @@ def target(exp) -> Target:
         )
     cells = [(w.name, n) for w in exp.workloads for n in exp.ns]
     return Target(machine, cells, [], float(ref.average_gain_pct))
+
+
+#: Where a simulated value of 0 (a count) is read in the log ratio.
+TINY = 1e-9
 
 
 class Evaluator:
@@ -97,7 +108,8 @@ class Evaluator:
         return [(v.label, v.policy, v.domains) for v in (e.baseline, pol)]
 
     def values(self, s: Setting) -> np.ndarray:
-        """``x[cell, column, r]``: mean turnaround (ms) of each cell, column and replication."""
+        """``x[cell, column, r]``: the experiment's metric (mean turnaround unless its file says
+        otherwise) for each cell, column and replication."""
         if s in self.cache:
             return self.cache[s]
         e = apply(self.exp, s)
@@ -113,7 +125,8 @@ class Evaluator:
             results = [ex.run_batch(*t) for t in tasks]
         else:
             results = [f.result() for f in [self.executor.submit(ex.run_batch, *t) for t in tasks]]
-        x = np.array([[[rows[r * 2 + c]["mean_tat_ms"] for r in range(self.replications)]
+        metric = self.exp.metric
+        x = np.array([[[rows[r * 2 + c][metric] for r in range(self.replications)]
                        for c in range(2)] for rows in results])  # fmt: skip
         self.runs += x.size
         self.cache[s] = x
@@ -123,7 +136,7 @@ class Evaluator:
         """J of the per-replication values ``x`` (module doc)."""
         mean = x.mean(axis=2)
         if self.target.points:
-            return float(np.mean([(math.log(mean[i, c]) - math.log(v)) ** 2
+            return float(np.mean([(math.log(max(mean[i, c], TINY)) - math.log(v)) ** 2
                                   for i, c, v in self.target.points]))  # fmt: skip
         gains = (mean[:, 0] - mean[:, 1]) / mean[:, 0] * 100
         return float(((gains.mean() - self.target.average_gain_pct) / 100) ** 2)
