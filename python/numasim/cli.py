@@ -210,6 +210,9 @@ def run(
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
     assume, fitted = _assume_fitted(assume)
+    if fitted is not None:
+        click.echo(f"numasim: assumptions and m from the fitted profile {fitted.name} "
+                   "(inferred by numasim fit, not a source)", err=True)  # fmt: skip
     if fitted is not None and fitted.m is not None:
         from numasim import choices
         from numasim.experiment import WorkloadDef
@@ -256,6 +259,8 @@ def _assume(setting: str | None) -> str | None:
 def _assume_fitted(setting: str | None):
     """``--assume`` that may name a fitted profile (``fitted:NAME``): the setting with the
     profile's assumptions in its place, checked, and the profile (None if it names none)."""
+    if not setting or "fitted:" not in setting:
+        return _assume(setting), None  # `run` imports no numerical library for a small run
     from numasim.fit import profile
 
     text, fitted = profile.expand(setting)
