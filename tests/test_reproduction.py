@@ -75,17 +75,18 @@ def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduc
     path, out, _ = reproduced
     p = reproduction.plan(ex.load(path))
     # The file runs the kernel26 profile with memory=parent (the paper's value): only slice and
-    # wake differ from the paper profile; exec, which both profiles read alike, is flipped to
-    # its other value; of the open choices only origin-aware's si applies (an IO workload with
-    # uniform arrivals: neither m nor the random window).
+    # wake differ from the paper profile; exec and cost, which both profiles read alike, are
+    # flipped to their other value; of the open choices only origin-aware's si applies (an IO
+    # workload with uniform arrivals: neither m nor the random window).
     assert (p.current, p.other) == ("kernel26", "paper")
     assert [(f.name, f.value, f.flipped, f.choice) for f in p.flips] == [
         ("slice", "wall", "work", False), ("wake", "previous", "idlest", False),
-        ("exec", "cpu", "total", False), ("si", "queued", "all", True)]  # fmt: skip
+        ("exec", "cpu", "total", False), ("cost", "kernel", "paper", False),
+        ("si", "queued", "all", True)]  # fmt: skip
     assert p.kept == [("memory", "parent")]
     rows = pd.read_csv(out / "ablation.csv")
-    assert sorted(set(rows.assumption)) == ["exec", "si", "slice", "wake"]
-    assert len(rows) == 4 * 3  # four flips × three n × one policy
+    assert sorted(set(rows.assumption)) == ["cost", "exec", "si", "slice", "wake"]
+    assert len(rows) == 5 * 3  # five flips × three n × one policy
     for ext in ("png", "svg"):
         assert (out / "figures" / f"tiny-repro-ablation-hp-superdome-4-io.{ext}").stat().st_size
 
@@ -107,10 +108,16 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
         assert len(g) == 3
         return float(np.mean(g))
 
-    base = "exec=cpu,memory=parent,slice=wall,wake=previous"
-    flips = {"slice": ("exec=cpu,memory=parent,slice=work,wake=previous", "origin-aware"),
-             "wake": ("exec=cpu,memory=parent,slice=wall,wake=idlest", "origin-aware"),
-             "exec": ("exec=total,memory=parent,slice=wall,wake=previous", "origin-aware"),
+    def at(**changed: str) -> str:
+        values = {"cost": "kernel", "exec": "cpu", "memory": "parent", "slice": "wall",
+                  "wake": "previous", **changed}  # fmt: skip
+        return ",".join(f"{k}={v}" for k, v in values.items())
+
+    base = at()
+    flips = {"slice": (at(slice="work"), "origin-aware"),
+             "wake": (at(wake="idlest"), "origin-aware"),
+             "exec": (at(exec="total"), "origin-aware"),
+             "cost": (at(cost="paper"), "origin-aware"),
              "si": (base, "origin-aware:si=all")}  # fmt: skip
     assert {s for s, _, _ in tat} == {base, *(s for s, _ in flips.values())}
     rows = pd.read_csv(out / "ablation.csv")
@@ -126,11 +133,11 @@ def test_a_rerun_reuses_every_run_of_the_ablation(reproduced, run):
     path, out, _ = reproduced
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate")
     assert r.code == 0, r.err
-    assert "ablation: computed 0, reused 72 runs" in r.out  # 4 flips × 3 n × 3 reps × 2
+    assert "ablation: computed 0, reused 90 runs" in r.out  # 5 flips × 3 n × 3 reps × 2
     assert "not flipped (already the paper value): memory=parent" in r.out
     assert re.search(
         r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp\s+exec=total\s+Δ pp"
-        r"\s+si=all\s+Δ pp$",
+        r"\s+cost=paper\s+Δ pp\s+si=all\s+Δ pp$",
         r.out,
         re.M,
     ), r.out
@@ -228,8 +235,14 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate", "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert len(data["rows"]) == 3 and len(data["ablation"]) == 12
-    assert {row["assumption"] for row in data["ablation"]} == {"slice", "wake", "exec", "si"}
+    assert len(data["rows"]) == 3 and len(data["ablation"]) == 15
+    assert {row["assumption"] for row in data["ablation"]} == {
+        "slice",
+        "wake",
+        "exec",
+        "cost",
+        "si",
+    }
 
 
 def test_a_flip_replaces_an_assume_item_naming_the_same_assumption(reproduced):

@@ -81,8 +81,10 @@ def resolve(
         out = dict(_core.resolve_assumptions(origin, named))
     for item in items:
         if "=" in item:
-            name, value = item.split("=", 1)
-            out[name.strip()] = value.strip()
+            # The core's text of the value (``cost=paper:30.0`` is ``cost=paper``), so one
+            # setting has one key in the store.
+            name = item.split("=", 1)[0].strip()
+            out[name] = dict(_core.resolve_assumptions(origin, item))[name]
     return out
 
 

@@ -68,6 +68,12 @@ def _m_applies(w: WorkloadDef) -> bool:
             and "mem" not in items and "mem_cpu" not in items)  # fmt: skip
 
 
+def has_io(w: WorkloadDef) -> bool:
+    """Whether ``w`` has IO-bound processes (kind io or mixed; application threads run their
+    plan's work, the same under every reading of exec)."""
+    return not w.has_apps and dict(_items(w.spec)).get("kind", "cpu") in ("io", "mixed")
+
+
 def _window_applies(w: WorkloadDef) -> bool:
     return not w.has_apps and dict(_items(w.spec)).get("arrival") == "random"
 

@@ -215,7 +215,17 @@ def run(
     builder = check_builder(builder, "--domains") if builder else default_domains(policy)
     workload = Workload.resolve(m, workload_spec, seed)
     traced = bool(trace_file or n_traces or out or report_file)
-    assume = _assume(assume)
+    assume, fitted = _assume_fitted(assume)
+    if fitted is not None:
+        click.echo(f"numasim: assumptions and m from the fitted profile {fitted.name} "
+                   "(inferred by numasim fit, not a source)", err=True)  # fmt: skip
+    if fitted is not None and fitted.m is not None:
+        from numasim import choices
+        from numasim.experiment import WorkloadDef
+
+        if "=" in workload_spec and choices._m_applies(WorkloadDef("w", workload_spec)):
+            workload_spec = f"{workload_spec},mem_cpu={fitted.m:.6g}"
+            workload = Workload.resolve(m, workload_spec, seed)
     with RunProgress(f"{m.name} · {policy}") as progress:
         # The core asks for Ctrl-C between events; one event can last seconds (the first
         # balancing of 100 000 threads on one CPU): waited for apart, Ctrl-C is answered at once.
@@ -250,6 +260,29 @@ def _assume(setting: str | None) -> str | None:
     if setting is not None:
         resolve_assumptions(setting, "--assume")
     return setting
+
+
+def _assume_fitted(setting: str | None):
+    """``--assume`` that may name a fitted profile (``fitted:NAME``): the setting with the
+    profile's assumptions in its place, checked, and the profile (None if it names none)."""
+    if not setting or "fitted:" not in setting:
+        return _assume(setting), None  # `run` imports no numerical library for a small run
+    from numasim.fit import profile
+
+    text, fitted = profile.expand(setting)
+    return _assume(text), fitted
+
+
+def _experiment_assume(exp, setting: str | None):
+    """``exp`` under ``--assume``, a fitted profile's ``m`` set where it applies."""
+    from numasim.fit import profile
+
+    _assume_fitted(setting)  # checked before anything runs
+    exp = profile.apply(exp, setting)
+    if exp.fitted:
+        click.echo(f"numasim: assumptions and m from the fitted profile {exp.fitted} "
+                   "(inferred by numasim fit, not a source)", err=True)  # fmt: skip
+    return exp
 
 
 def _save_run(record: RunRecord, result, workload: Workload, d: Path) -> list[str]:
@@ -762,8 +795,71 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
     if replications:
         exp.replications = replications
         ex.check_budget(exp, "--replications")
-    exp.assume = _assume(assume)
+    exp = _experiment_assume(exp, assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh, ablate, report_file)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--replications", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Replications per cell and setting (common random numbers: the same seeds "
+              "for every setting).")  # fmt: skip
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Objective evaluations per combination of the discrete assumptions.",
+)
+@click.option("--discrete", default=None,
+              help="Assumptions to search (comma list; default memory,exec,cost; exec only "
+              "with IO-bound processes).")  # fmt: skip
+@click.option("--continuous", default=None,
+              help="Continuous parameters, at most three (comma list of m, cost_scale; "
+              "default both, each where it acts).")  # fmt: skip
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per CPU).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for fitted-NAME.json (default numasim-results/NAME).",
+)
+@click.option("--assume", default=None,
+              help="The starting setting whose unsearched assumptions stay (default: the "
+              "experiment's profile).")  # fmt: skip
+def fit(name, replications, budget, discrete, continuous, jobs, out, assume) -> None:
+    """Fit the modelling assumptions and up to three continuous parameters to an
+    experiment's published table (absolute turnarounds, baseline and policy); write the result
+    as the inferred profile fitted:NAME, usable with --assume on any experiment."""
+    from numasim import experiment as ex
+    from numasim import fit as fitting
+    from numasim.fit import profile
+    from numasim.fit import report as fit_report
+
+    exp = ex.load(name)
+    exp.assume = _assume(assume)
+    names = lambda t: None if t is None else [x.strip() for x in t.split(",") if x.strip()]  # noqa: E731
+    space = fitting.build(exp, names(discrete), names(continuous))
+    tgt = fitting.target(exp)
+    out_dir = Path(out) if out else Path("numasim-results") / file_part(exp.name)
+    click.echo(f"numasim: fitting {exp.name}: {len(space.combos())} combinations × up to "
+               f"{budget} evaluations, {len(tgt.cells)} cells × 2 variants × {replications} "
+               "replications each", err=True)  # fmt: skip
+    with ex._executor(jobs or os.cpu_count() or 1, None) as pool:
+        ev = fitting.Evaluator(exp, tgt, replications, executor=pool)
+        result = fitting.fit(ev, space, budget)
+    given = [("--discrete", discrete), ("--continuous", continuous), ("--assume", assume)]
+    command = " ".join([f"numasim fit {name} --replications {replications} --budget {budget}",
+                        *(f"{k} {v}" for k, v in given if v)])  # fmt: skip
+    paths = profile.write(result, exp, command, out_dir)
+    click.echo(fit_report.text(exp, result))
+    click.echo(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 @cli.command()
@@ -840,7 +936,7 @@ def compare(machines, workload, policies, seed, replications, jobs, cluster, con
     )  # fmt: skip
     exp.replications = replications or 30
     ex.check_budget(exp, "--replications")
-    exp.assume = _assume(assume)
+    exp = _experiment_assume(exp, assume)
     _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh)
 
 

@@ -141,6 +141,8 @@ class Experiment:
     set_assumptions: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: ``--assume`` given to this run of the experiment, if any.
     assume: str | None = None
+    #: The fitted profile ``--assume fitted:NAME`` named, if any (numasim.fit.profile).
+    fitted: str | None = None
     #: The paper's published numbers (``[reference]``), if the file carries them.
     reference: Reference | None = None
     #: What the workloads' ``x`` values are (an x axis: docs/experiments.md), or "".

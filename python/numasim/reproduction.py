@@ -8,7 +8,8 @@ experiment, setting S (its profile, the file's values, --assume)
   ├─ runs under S,memory=OTHER  (one flip)  │ one store, OUT/results.sqlite: every run is keyed
   ├─ runs under S,slice=OTHER               │ by its resolved assumptions, so the settings never
   ├─ runs under S,wake=OTHER                │ mix and a rerun reuses them all
-  ├─ runs under S,exec=OTHER                │
+  ├─ runs under S,exec=OTHER (IO workloads)  │
+  ├─ runs under S,cost=paper                │
   └─ runs with one open choice set         ─┘ (m, random-window, place, si: choices.py)
         │ stats.gains per setting
         ▼
@@ -25,7 +26,8 @@ Ablation, one factor at a time:
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
    value under S is already the other profile's is listed as not flipped. An assumption both
-   profiles give the same value (``exec``) is flipped to each of its other values.
+   profiles give the same value (``exec``, ``cost``) is flipped to each of its other values;
+   ``exec`` only where a workload has IO-bound processes (it changes nothing else).
    2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,
    capability-aware's ``place``, origin-aware's ``si``) that applies to the experiment is set
    to each of its alternatives, alone.
@@ -114,6 +116,8 @@ def plan(exp: Experiment) -> Plan:
     other = next(p for p in assume.PROFILES if p != current)
     flips, kept = [], []
     for name, value in resolved.items():
+        if name == "exec" and not any(choices.has_io(w) for w in exp.workloads):
+            continue  # exec reads IO-bound processes only: nothing to flip without them
         e = assume.entry(name)
         target = e[other]["value"]
         if e[current]["value"] == target:

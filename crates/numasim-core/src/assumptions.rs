@@ -10,6 +10,7 @@
 //!   slice   = wall | work             whether balancing stalls use up the running slice
 //!   wake    = previous | idlest       where the Linux baseline wakes a process
 //!   exec    = cpu | total             what an IO-bound process's execution time measures
+//!   cost    = kernel | paper[:S]      the scale of balancing costs (S: 1–1000, default 30)
 //! ```
 //!
 //! 1. Start from the setting's profile, or from `kernel26` (numasim's behaviour before
@@ -18,6 +19,8 @@
 //!    wherever it stands (`memory=parent,paper` is `paper,memory=parent`), so an item is never
 //!    silently undone. An unknown name or value, or one named twice, is an [`InputError`]; so is
 //!    `linux`, the profile's old name (the policy `linux` is Linux 6.x), with the new name.
+//!    `cost=paper:S` carries a continuous scale S (a number from [`Cost::SCALE_MIN`] to
+//!    [`Cost::SCALE_MAX`]); `cost=paper` is `paper:30` ([`Cost::SCALE_DEFAULT`]), and prints so.
 //! 3. [`Assumptions::pairs`] gives the full, resolved setting in registry order: what stored
 //!    results are keyed by and what every table prints.
 
@@ -70,7 +73,7 @@ pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 4] = ["memory", "slice", "wake", "exec"];
+pub const NAMES: [&str; 5] = ["memory", "slice", "wake", "exec", "cost"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -135,13 +138,60 @@ pub enum Exec {
     Total,
 }
 
+/// The scale of balancing costs: what the engine charges per attempt, runqueue examined, task
+/// examined, evaluation and migration (`EngineConfig::balancing_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Cost {
+    /// The engine's rates (kernel scale: 1 µs per runqueue, 0.2 µs per task, 5 µs per
+    /// migration), nothing for the attempt itself.
+    #[default]
+    Kernel,
+    /// The attempt itself charged as one more runqueue (the balancing CPU's own load, compared
+    /// with the others), and everything times the scale.
+    Paper(f64),
+}
+
+impl Cost {
+    /// The smallest scale: the kernel's rates (the papers call the overheads "large").
+    pub const SCALE_MIN: f64 = 1.0;
+    /// The largest: one runqueue examined costs a whole 1 ms tick, the time unit of the papers'
+    /// simulators (every published turnaround is in whole milliseconds).
+    pub const SCALE_MAX: f64 = 1000.0;
+    /// `cost=paper` without a scale: about the geometric middle of the range. No paper gives a
+    /// number; this only gives `cost=paper` and the ablation a value (`numasim fit` infers S).
+    pub const SCALE_DEFAULT: f64 = 30.0;
+
+    fn parse(text: &str) -> Option<Cost> {
+        match text.split_once(':') {
+            None if text == "kernel" => Some(Cost::Kernel),
+            None if text == "paper" => Some(Cost::Paper(Self::SCALE_DEFAULT)),
+            Some(("paper", s)) => {
+                let scale: f64 = s.trim().parse().ok()?;
+                (Self::SCALE_MIN..=Self::SCALE_MAX)
+                    .contains(&scale)
+                    .then_some(Cost::Paper(scale))
+            }
+            _ => None,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Cost::Kernel => "kernel".into(),
+            Cost::Paper(s) if s == Self::SCALE_DEFAULT => "paper".into(),
+            Cost::Paper(s) => format!("paper:{s}"),
+        }
+    }
+}
+
 /// A full, resolved set of modelling assumptions. `Default` is the `kernel26` profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Assumptions {
     pub memory: Memory,
     pub slice: SliceCharge,
     pub wake: Wake,
     pub exec: Exec,
+    pub cost: Cost,
 }
 
 impl Assumptions {
@@ -268,13 +318,33 @@ impl Assumptions {
                     _ => return Err(bad()),
                 }
             }
+            "cost" => {
+                self.cost = Cost::parse(value).ok_or_else(|| {
+                    InputError::new(
+                        origin,
+                        format!(
+                            "assumption cost: unknown value '{value}'; choose one of kernel, \
+                             paper, paper:S with S a scale from {} to {}",
+                            Cost::SCALE_MIN,
+                            Cost::SCALE_MAX
+                        ),
+                    )
+                })?
+            }
             _ => unreachable!("every registry entry has a field (tested)"),
         }
         Ok(())
     }
 
-    /// The value name of one assumption.
-    pub fn value(&self, name: &str) -> &'static str {
+    /// The value of one assumption, as text (`cost=paper:S` carries its scale).
+    pub fn value(&self, name: &str) -> String {
+        if name == "cost" {
+            return self.cost.text();
+        }
+        self.named_value(name).into()
+    }
+
+    fn named_value(&self, name: &str) -> &'static str {
         match name {
             "memory" => match self.memory {
                 Memory::FirstRun => "first-run",
@@ -297,7 +367,7 @@ impl Assumptions {
     }
 
     /// Every assumption with its value, in registry order.
-    pub fn pairs(&self) -> Vec<(&'static str, &'static str)> {
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
         NAMES.iter().map(|&n| (n, self.value(n))).collect()
     }
 
@@ -338,7 +408,7 @@ mod tests {
             );
             for value in e.values.keys() {
                 let a = Assumptions::parse("t", &format!("{}={value}", e.name)).unwrap();
-                assert_eq!(a.value(&e.name), value);
+                assert_eq!(&a.value(&e.name), value);
             }
             for p in PROFILES {
                 let pv = e.of(p);
@@ -360,9 +430,10 @@ mod tests {
         assert_eq!(linux.profile(), Some("kernel26"));
         assert_eq!(paper.wake, Wake::Idlest);
         assert_eq!(paper.exec, Exec::Cpu);
+        assert_eq!(paper.cost, Cost::Kernel);
         assert_eq!(
             paper.setting(),
-            "memory=parent,slice=work,wake=idlest,exec=cpu"
+            "memory=parent,slice=work,wake=idlest,exec=cpu,cost=kernel"
         );
     }
 
@@ -380,6 +451,35 @@ mod tests {
     }
 
     #[test]
+    fn cost_paper_carries_its_scale_and_prints_it_back() {
+        let p = |s: &str| Assumptions::parse("t", s).unwrap();
+        assert_eq!(p("cost=paper").cost, Cost::Paper(30.0));
+        assert_eq!(p("cost=paper").value("cost"), "paper");
+        assert_eq!(p("cost=paper:30").value("cost"), "paper");
+        assert_eq!(p("cost=paper:30.0"), p("cost=paper"));
+        assert_eq!(p("cost=paper:2.5").value("cost"), "paper:2.5");
+        assert_eq!(p("cost=paper:1000").cost, Cost::Paper(1000.0));
+        assert_eq!(p("paper,cost=paper:7").profile(), None);
+        let err = |s: &str| Assumptions::parse("--assume", s).unwrap_err().to_string();
+        for bad in [
+            "cost=paper:0.5",
+            "cost=paper:1001",
+            "cost=paper:x",
+            "cost=kernel:2",
+            "cost=paper:NaN",
+        ] {
+            assert_eq!(
+                err(bad),
+                format!(
+                    "--assume: assumption cost: unknown value '{}'; choose one of kernel, paper, \
+                     paper:S with S a scale from 1 to 1000",
+                    &bad[5..]
+                )
+            );
+        }
+    }
+
+    #[test]
     fn bad_settings_name_the_problem() {
         let err = |s: &str| Assumptions::parse("--assume", s).unwrap_err().to_string();
         assert_eq!(
@@ -388,7 +488,7 @@ mod tests {
         );
         assert_eq!(
             err("colour=red"),
-            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec"
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, cost"
         );
         assert_eq!(
             err("exec=wall"),

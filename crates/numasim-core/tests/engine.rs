@@ -419,6 +419,45 @@ fn slice_work_gives_a_balancing_stall_back_to_the_running_slice() {
 }
 
 #[test]
+fn cost_paper_charges_the_attempt_and_scales_every_charge() {
+    // One CPU runs two 100 ms processes; at 50 ms one attempt examines 10 runqueues and moves
+    // nothing. kernel: 10 × 1 µs = 10 µs of stall. paper:S: (10 + 1 for the attempt itself)
+    // × 1 µs × S. Under slice=wall the stall is P0's: its first slice ends at 100 ms that much
+    // short, P1 runs 100-200 ms, P0 finishes the rest after it.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 100, 0, 0.0), proc(1, 0, 100, 0, 0.0)],
+    };
+    let run = |assume: &str| {
+        let mut p = StallOnce {
+            place: 0,
+            at_ns: 50_000_000,
+            rqs: 10,
+            done: false,
+        };
+        let r = engine::run(&m, &d, &w, &mut p, &with(assume)).unwrap();
+        (tat(&r), r.summary.balance.cost_ms)
+    };
+    let close = |(got, cost): (Vec<f64>, f64), want: [f64; 2], want_cost: f64| {
+        assert!(
+            (cost - want_cost).abs() < 1e-9,
+            "cost {cost} ms, want {want_cost}"
+        );
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+    };
+    close(run("slice=wall,cost=kernel"), [200.01, 200.0], 0.01);
+    close(run("slice=wall,cost=paper:100"), [201.1, 200.0], 1.1);
+    // paper alone is paper:30: 11 × 30 µs = 0.33 ms; under slice=work P0 gets it back.
+    close(run("slice=work,cost=paper"), [100.33, 200.33], 0.33);
+    // paper:1 still charges the attempt itself: 11 µs.
+    close(run("slice=wall,cost=paper:1"), [200.011, 200.0], 0.011);
+}
+
+#[test]
 fn a_balancing_stall_of_an_idle_cpu_delays_the_next_process_it_runs() {
     // Two CPUs in one node; everything is placed on and balanced by CPU 0. P0 runs 0-10 ms,
     // then CPU 0 idles; at 50 ms it balances, examining 1 000 runqueues: a 1 ms stall, until

@@ -531,7 +531,7 @@ fn assumptions_registry() -> String {
 /// The resolved setting of `setting` (`paper`, `kernel26,slice=work`, ...) as `[(name, value)]`
 /// in registry order; errors name `origin`.
 #[pyfunction]
-fn resolve_assumptions(origin: &str, setting: &str) -> PyResult<Vec<(&'static str, &'static str)>> {
+fn resolve_assumptions(origin: &str, setting: &str) -> PyResult<Vec<(&'static str, String)>> {
     Ok(Assumptions::parse(origin, setting)
         .map_err(input_err)?
         .pairs())

@@ -799,11 +799,12 @@ impl<'a> State<'a> {
         c: &Costs,
         moved: usize,
     ) {
-        let cost = self.w.config.cost_per_rq_ns * u64::from(c.rqs_examined + c.locks)
-            + self.w.config.cost_per_task_ns * u64::from(c.tasks_examined)
-            + self.w.config.cost_per_evaluation_ns * u64::from(c.evaluations)
-            + self.w.config.cost_per_migration_ns * moved as u64
-            + c.work_ns;
+        let cost = self.w.config.balancing_ns(
+            c.rqs_examined + c.locks,
+            c.tasks_examined,
+            c.evaluations,
+            moved as u64,
+        ) + c.work_ns;
         self.stats.cost_ns += cost;
         self.stats.evaluations += u64::from(c.evaluations);
         let inv = &mut self.stats.invocations[slot];

@@ -374,11 +374,12 @@ impl Linux {
     /// What the engine will charge for `a` (the balancing-cost rates of `EngineConfig`): the measured cost of a newly-idle pass,
     /// and how long a periodic pass holds `sched_balance_running` (`SD_SERIALIZE`).
     pub(super) fn cost_of(v: &View<'_>, a: &Attempt) -> u64 {
-        let c = v.config;
-        c.cost_per_rq_ns * u64::from(a.rqs_examined + a.locks)
-            + c.cost_per_task_ns * u64::from(a.tasks_examined)
-            + c.cost_per_evaluation_ns * u64::from(a.evaluations)
-            + c.cost_per_migration_ns * a.moves.len() as u64
+        v.config.balancing_ns(
+            a.rqs_examined + a.locks,
+            a.tasks_examined,
+            a.evaluations,
+            a.moves.len() as u64,
+        )
     }
 
     /// `update_sg_lb_stats` for `group` (the balancing CPU's view of its CPUs); `misfit`:
