@@ -597,7 +597,8 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     """The part of a run row only app workloads have: per application (labelled as
     ``apps.app_labels`` does) ``APP_FIELDS``; the selection policies' candidate evaluations
     (absent from the summary when 0) and the balancing passes (every balancing attempt, at
-    every level: periodic, newly idle, active and machine-wide)."""
+    every level: periodic, newly idle, active and machine-wide); under ``linux:select=…``
+    ``SELECT_METRICS``."""
     from numasim.apps import app_labels
 
     b = result["summary"]["balance"]
@@ -605,8 +606,18 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     labels = app_labels(result["apps"])
     apps = [{"app": label, "name": a["name"], **{k: a[k] for k in APP_FIELDS}}
             for label, a in zip(labels, result["apps"], strict=True)]  # fmt: skip
+    # linux:select=… counts its pulls between nodes (only those runs: other rows unchanged).
+    metrics = dict(result["summary"].get("policy_metrics") or [])
+    select = {k: metrics[k] for k in SELECT_METRICS if k in metrics}
     return {"balance_evaluations": b.get("evaluations", 0), "balance_passes": passes,
-            "apps": apps}  # fmt: skip
+            "apps": apps, **select}  # fmt: skip
+
+
+#: What ``linux:select=…`` counts of its pulls between nodes (the core's ``select.rs``):
+#: ``detach_tasks`` passes, tasks picked, picks with two thread groups or more to choose from,
+#: picks of another task than the kernel's, evaluations of the picks.
+SELECT_METRICS = ("select_passes", "select_picks", "select_picks_with_choice",
+                  "select_picks_changed", "select_evaluations")  # fmt: skip
 
 
 def app_run_metrics(apps: list[dict[str, Any]]) -> dict[str, float]:
