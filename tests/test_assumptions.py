@@ -21,12 +21,12 @@ def _file(tmp_path, text, reps=6):
     return path
 
 
-LINUX = {"memory": "first-run", "slice": "wall", "wake": "previous", "exec": "cpu"}
-PAPER = {"memory": "parent", "slice": "work", "wake": "idlest", "exec": "cpu"}
+LINUX = {"memory": "first-run", "slice": "wall", "wake": "previous", "exec": "cpu", "load": "work"}
+PAPER = {"memory": "parent", "slice": "work", "wake": "idlest", "exec": "cpu", "load": "work"}
 
 
 def test_the_registry_has_two_profiles_and_a_source_for_every_value(run):
-    assert a.names() == ["memory", "slice", "wake", "exec"]
+    assert a.names() == ["memory", "slice", "wake", "exec", "load"]
     assert a.resolve("kernel26") == LINUX
     assert a.resolve("paper") == PAPER
     assert a.resolve(None) == LINUX  # the default: numasim's behaviour before issue 13
@@ -104,7 +104,7 @@ def test_a_profile_after_an_item_on_the_command_line_keeps_the_item(run):
     r = run("run", "--machine", "mehta-m3", "--workload", "n=10,kind=cpu",
             "--assume", "memory=first-run,paper")  # fmt: skip
     assert r.code == 0, r.err
-    assert "assumptions: memory=first-run, slice=work, wake=idlest, exec=cpu\n" in r.out
+    assert "assumptions: memory=first-run, slice=work, wake=idlest, exec=cpu, load=work\n" in r.out
 
 
 def test_the_api_applies_the_same_rule():
@@ -150,7 +150,8 @@ def test_run_prints_its_assumptions_and_refuses_unknown_ones(run, tmp_path):
     r = run("run", "--machine", "mehta-m3", "--workload", "n=20,kind=cpu", "--assume", "paper",
             "--out", tmp_path / "saved")  # fmt: skip
     assert r.code == 0, r.err
-    paper = "assumptions: memory=parent, slice=work, wake=idlest, exec=cpu (the paper profile)"
+    paper = ("assumptions: memory=parent, slice=work, wake=idlest, exec=cpu, load=work "
+             "(the paper profile)")  # fmt: skip
     assert paper in r.out
     saved = json.loads((tmp_path / "saved" / "run.json").read_text())
     assert saved["assumptions"] == PAPER
@@ -170,11 +171,13 @@ def test_stored_runs_are_keyed_by_their_assumptions(run, tmp_path):
     path = tiny(tmp_path, reps=2)
     r = run("reproduce", path, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
-    linux = "memory=first-run, slice=wall, wake=previous, exec=cpu (the kernel26 profile)"
+    linux = ("memory=first-run, slice=wall, wake=previous, exec=cpu, load=work "
+             "(the kernel26 profile)")  # fmt: skip
     assert f"assumptions: {linux}" in r.out
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "slice=work")
     assert "computed 12, reused 0 of 12 runs" in r.out
-    assert "assumptions: memory=first-run, slice=work, wake=previous, exec=cpu\n" in r.out
+    assert ("assumptions: memory=first-run, slice=work, wake=previous, exec=cpu, "
+            "load=work\n") in r.out  # fmt: skip
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26")
     assert "resumed 12 of 12 runs" in r.out
     with sqlite3.connect(out / "results.sqlite") as db:

@@ -107,10 +107,12 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
         assert len(g) == 3
         return float(np.mean(g))
 
-    base = "exec=cpu,memory=parent,slice=wall,wake=previous"
-    flips = {"slice": ("exec=cpu,memory=parent,slice=work,wake=previous", "origin-aware"),
-             "wake": ("exec=cpu,memory=parent,slice=wall,wake=idlest", "origin-aware"),
-             "exec": ("exec=total,memory=parent,slice=wall,wake=previous", "origin-aware"),
+    base = "exec=cpu,load=work,memory=parent,slice=wall,wake=previous"
+    flips = {"slice": ("exec=cpu,load=work,memory=parent,slice=work,wake=previous",
+                       "origin-aware"),
+             "wake": ("exec=cpu,load=work,memory=parent,slice=wall,wake=idlest", "origin-aware"),
+             "exec": ("exec=total,load=work,memory=parent,slice=wall,wake=previous",
+                      "origin-aware"),
              "si": (base, "origin-aware:si=all")}  # fmt: skip
     assert {s for s, _, _ in tat} == {base, *(s for s, _ in flips.values())}
     rows = pd.read_csv(out / "ablation.csv")

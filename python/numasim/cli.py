@@ -207,9 +207,9 @@ def run(
     m = Machine.load(machine_spec, cpus_per_node)
     _warn(m)
     builder = check_builder(builder, "--domains") if builder else default_domains(policy)
-    workload = Workload.resolve(m, workload_spec, seed)
-    traced = bool(trace_file or n_traces or out or report_file)
     assume = _assume(assume)
+    workload = Workload.resolve(m, workload_spec, seed, assume or "")
+    traced = bool(trace_file or n_traces or out or report_file)
     with RunProgress(f"{m.name} · {policy}") as progress:
         # The core asks for Ctrl-C between events; one event can last seconds (the first
         # balancing of 100 000 threads on one CPU): waited for apart, Ctrl-C is answered at once.

@@ -566,7 +566,7 @@ def run_batch(
     m = _machine(machine_json)
     rows = []
     for _, seed in reps:
-        w = _core.Workload.generate(m, f"n={n},{spec}", seed)
+        w = _core.Workload.generate(m, f"n={n},{spec}", seed, "--workload", assume)
         for _, policy, domains in variants:
             d = _domains(machine_json, domains)
             result = json.loads(_core.simulate_summary(m, d, w, policy, assume))
@@ -598,7 +598,7 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     ``apps.app_labels`` does) ``APP_FIELDS``; the selection policies' candidate evaluations
     (absent from the summary when 0) and the balancing passes (every balancing attempt, at
     every level: periodic, newly idle, active and machine-wide); under ``linux:select=…``
-    ``SELECT_METRICS``."""
+    ``SELECT_METRICS``, under the home-cluster schemes ``SPACE_METRICS``."""
     from numasim.apps import app_labels
 
     b = result["summary"]["balance"]
@@ -606,9 +606,10 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     labels = app_labels(result["apps"])
     apps = [{"app": label, "name": a["name"], **{k: a[k] for k in APP_FIELDS}}
             for label, a in zip(labels, result["apps"], strict=True)]  # fmt: skip
-    # linux:select=… counts its pulls between nodes (only those runs: other rows unchanged).
+    # linux:select=… counts its pulls between nodes, the home-cluster schemes their homes (only
+    # those runs: other rows unchanged).
     metrics = dict(result["summary"].get("policy_metrics") or [])
-    select = {k: metrics[k] for k in SELECT_METRICS if k in metrics}
+    select = {k: metrics[k] for k in (*SELECT_METRICS, *SPACE_METRICS) if k in metrics}
     return {"balance_evaluations": b.get("evaluations", 0), "balance_passes": passes,
             "apps": apps, **select}  # fmt: skip
 
@@ -618,6 +619,10 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
 #: picks of another task than the kernel's, evaluations of the picks.
 SELECT_METRICS = ("select_passes", "select_picks", "select_picks_with_choice",
                   "select_picks_changed", "select_evaluations")  # fmt: skip
+
+#: What the space-sharing schemes with home clusters count (Koita et al.'s ten): processes,
+#: and how many of them reserved a home cluster at creation.
+SPACE_METRICS = ("space_processes", "space_homes")
 
 
 def app_run_metrics(apps: list[dict[str, Any]]) -> dict[str, float]:

@@ -10,6 +10,7 @@
 //!   slice   = wall | work             whether balancing stalls use up the running slice
 //!   wake    = previous | idlest       where the Linux baseline wakes a process
 //!   exec    = cpu | total             what an IO-bound process's execution time measures
+//!   load    = work | held             what an application workload's load level measures
 //! ```
 //!
 //! 1. Start from the setting's profile, or from `kernel26` (numasim's behaviour before
@@ -70,7 +71,7 @@ pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 4] = ["memory", "slice", "wake", "exec"];
+pub const NAMES: [&str; 5] = ["memory", "slice", "wake", "exec", "load"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -135,6 +136,18 @@ pub enum Exec {
     Total,
 }
 
+/// What an application workload's load level (`load=L`) measures (`WorkloadSpec`'s creation
+/// rate is `L × CPUs / E[it]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadLevel {
+    /// A process's work: `L = 1` offers the machine's capacity.
+    #[default]
+    Work,
+    /// The processor time a process holds at its maximum parallelism (each phase's threads
+    /// hold their processors until the join): `L = 1` holds every processor, not all busy.
+    Held,
+}
+
 /// A full, resolved set of modelling assumptions. `Default` is the `kernel26` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Assumptions {
@@ -142,6 +155,7 @@ pub struct Assumptions {
     pub slice: SliceCharge,
     pub wake: Wake,
     pub exec: Exec,
+    pub load: LoadLevel,
 }
 
 impl Assumptions {
@@ -268,6 +282,13 @@ impl Assumptions {
                     _ => return Err(bad()),
                 }
             }
+            "load" => {
+                self.load = match value {
+                    "work" => LoadLevel::Work,
+                    "held" => LoadLevel::Held,
+                    _ => return Err(bad()),
+                }
+            }
             _ => unreachable!("every registry entry has a field (tested)"),
         }
         Ok(())
@@ -291,6 +312,10 @@ impl Assumptions {
             "exec" => match self.exec {
                 Exec::Cpu => "cpu",
                 Exec::Total => "total",
+            },
+            "load" => match self.load {
+                LoadLevel::Work => "work",
+                LoadLevel::Held => "held",
             },
             _ => panic!("unknown assumption {name}"),
         }
@@ -362,7 +387,7 @@ mod tests {
         assert_eq!(paper.exec, Exec::Cpu);
         assert_eq!(
             paper.setting(),
-            "memory=parent,slice=work,wake=idlest,exec=cpu"
+            "memory=parent,slice=work,wake=idlest,exec=cpu,load=work"
         );
     }
 
@@ -388,7 +413,7 @@ mod tests {
         );
         assert_eq!(
             err("colour=red"),
-            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec"
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, load"
         );
         assert_eq!(
             err("exec=wall"),
