@@ -298,3 +298,34 @@ def test_app_figures_bars_stop_at_0_and_ticks_have_no_offset(app_exp, tmp_path):
     assert min(lows) == 0
     assert all(ax.xaxis.get_offset_text().get_text() == "" for ax in axes)
     plt.close(fig)
+
+
+def test_linux_selection_counts_its_pulls_between_nodes_only_for_select_variants(run, tmp_path):
+    """``linux:select=…`` rows carry the selection's counts (no other row does), thread-aware
+    changes a pick only where there was a choice between thread groups, and the report prints
+    them."""
+    mix = tmp_path / "mix.toml"
+    mix.write_text("".join(f'[[app]]\nname = "{a}"\nthreads = 8\n'
+                           for a in ("canneal", "swaptions", "streamcluster", "fluidanimate",
+                                     "blackscholes")))  # fmt: skip
+    text = (APPS_EXP.format(mix=mix)
+            .replace('baseline = "linux26@two-level"', 'baseline = "linux@linux"')
+            .replace('policies = ["linux26@flat"]',
+                     'policies = ["linux:select=thread-aware@linux"]'))  # fmt: skip
+    path = tmp_path / "select.toml"
+    path.write_text(text)
+    exp = ex.load(path)
+    rows = [r for r in ex.execute(exp, tmp_path / "o", jobs=1).rows if r["workload"] == "mix"]
+    for row in rows:
+        selects = row["policy"].startswith("linux:select")
+        assert all((k in row) == selects for k in ex.SELECT_METRICS), row["policy"]
+        if selects:
+            assert 0 <= row["select_picks_changed"] <= row["select_picks_with_choice"]
+            assert row["select_picks_with_choice"] <= row["select_picks"]
+            assert row["select_picks"] > 0, "five 8-thread applications on 32 cores"
+            assert row["select_evaluations"] <= row["balance_evaluations"]
+    r = run("reproduce", path, "--out", tmp_path / "o")
+    assert r.code == 0, r.err
+    part = r.out[r.out.index("selection between nodes") :].splitlines()
+    assert part[1].split()[:2] == ["policy", "pulls/run"]
+    assert part[2].split()[0] == "linux:select=thread-aware@linux"

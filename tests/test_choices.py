@@ -50,6 +50,9 @@ def test_ablate_flips_every_open_choice_that_applies():
     # multilevel-altix: IO-bound only (no m), linux26 only (no place, no si).
     assert _flips("multilevel-altix") == ["memory=first-run", "slice=wall", "exec=total",
                                           "cost=paper", "random-window=250"]  # fmt: skip
+    # load acts only where a workload has a load level: the home-cluster experiments.
+    assert "load=held" in _flips("home-cluster-load")
+    assert "load=held" in _flips("home-cluster-threads")
 
 
 def test_a_choice_sets_its_value_where_it_applies_and_keeps_names():
@@ -103,3 +106,27 @@ def test_bad_values_of_the_new_items_exit_2_with_one_line(run, args, line):
         assert r.err == f"numasim: error: {line}\n"
     else:
         assert r.err.startswith("numasim: error: --workload: key mem_cpu"), r.err
+
+
+def test_load_held_creates_koita_processes_more_slowly_by_the_time_they_hold_processors():
+    """``load=held`` reads a load level against the processor time a process holds at full
+    parallelism (koita, T = 4: 400 ms × 1.9633 = 785.3 ms) instead of its work (400 ms): the
+    same draws at a rate 400 / 785.3 as high, so every creation is later by that factor; a
+    run of it under ``simulate`` uses the setting's reading, and a workload without a load
+    level is the same under both."""
+    from numasim import Machine, Workload, simulate
+
+    m = Machine.preset("koita-64")
+    spec = "app=koita:4,n=20,load=0.75"
+    work = Workload.generate(m, spec, seed=4).to_dataframe()
+    held = Workload.generate(m, spec, seed=4, assume="load=held").to_dataframe()
+    first = work.groupby("tgid").arrival_ns.min().to_numpy()
+    later = held.groupby("tgid").arrival_ns.min().to_numpy()
+    ratio = sum(1 / k for n in range(1, 8) for k in range(1, n + 1)) / 7
+    assert later == pytest.approx(first * ratio, abs=3)
+    assert later[-1] > first[-1]
+    r = simulate(m, spec, policy="hs-con", seed=4, assume="paper,load=held")
+    assert r.apps.arrival_ms.max() == pytest.approx(later[-1] / 1e6, abs=1e-3)
+    plain = "n=10,kind=cpu,exec=50,arrival=poisson:20"
+    same = Workload.generate(m, plain, seed=1, assume="load=held").to_dataframe()
+    assert same.equals(Workload.generate(m, plain, seed=1).to_dataframe())

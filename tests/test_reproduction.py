@@ -109,8 +109,8 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
         return float(np.mean(g))
 
     def at(**changed: str) -> str:
-        values = {"cost": "kernel", "exec": "cpu", "memory": "parent", "slice": "wall",
-                  "wake": "previous", **changed}  # fmt: skip
+        values = {"cost": "kernel", "exec": "cpu", "load": "work", "memory": "parent",
+                  "slice": "wall", "wake": "previous", **changed}  # fmt: skip
         return ",".join(f"{k}={v}" for k, v in values.items())
 
     base = at()

@@ -130,7 +130,7 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5", "--policy", "linux:colour=red"],
             "--policy: unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, "
-            "ni_random or numa_balancing",
+            "ni_random, numa_balancing or select",
         ),
         (
             ["--workload", "n=5", "--policy", "linux:slice-us=0"],

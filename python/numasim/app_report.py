@@ -185,7 +185,32 @@ def text(exp: Experiment, a: AppResults) -> str:
                 rows.append([v.label, _pm(r.evaluations_per_pass, r.half_width, 3),
                              report.fmt(r.evaluations, 0), report.fmt(r.passes, 0)])  # fmt: skip
             lines += _aligned(rows)
+            lines += _select_lines(exp, ev)
     return "\n".join(lines)
+
+
+def _select_lines(exp: Experiment, ev: pd.DataFrame) -> list[str]:
+    """The pulls between nodes of ``linux:select=…`` variants, per run: ``detach_tasks`` passes,
+    tasks picked, picks with two thread groups or more to choose from, picks that differ from
+    the kernel's, evaluations per pick (none when no variant selects)."""
+    if "select_picks" not in ev:
+        return []
+    rows = [["policy", "pulls/run", "picks/run", "with a choice", "changed", "evaluations/pick"]]
+    for v in exp.variants:
+        r = ev[ev.policy == v.label]
+        if r.empty or pd.isna(r.iloc[0].get("select_picks")):
+            continue
+        r = r.iloc[0]
+        per_pick = r.select_evaluations / r.select_picks if r.select_picks else 0.0
+        rows.append([v.label, report.fmt(r.select_passes, 1), report.fmt(r.select_picks, 1),
+                     report.fmt(r.select_picks_with_choice, 2),
+                     report.fmt(r.select_picks_changed, 2), report.fmt(per_pick, 2)])  # fmt: skip
+    if len(rows) == 1:
+        return []
+    return ["", "  selection between nodes (linux:select): detach_tasks passes from another "
+            "node and tasks picked per run; picks with two thread groups or more to choose "
+            "from; picks of another task than the kernel's; evaluations per pick",
+            *_aligned(rows)]  # fmt: skip
 
 
 def json_rows(a: AppResults) -> dict[str, Any]:

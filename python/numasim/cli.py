@@ -213,9 +213,9 @@ def run(
     m = Machine.load(machine_spec, cpus_per_node)
     _warn(m)
     builder = check_builder(builder, "--domains") if builder else default_domains(policy)
-    workload = Workload.resolve(m, workload_spec, seed)
-    traced = bool(trace_file or n_traces or out or report_file)
     assume, fitted = _assume_fitted(assume)
+    workload = Workload.resolve(m, workload_spec, seed, assume or "")
+    traced = bool(trace_file or n_traces or out or report_file)
     if fitted is not None:
         click.echo(f"numasim: assumptions and m from the fitted profile {fitted.name} "
                    "(inferred by numasim fit, not a source)", err=True)  # fmt: skip
@@ -225,7 +225,7 @@ def run(
 
         if "=" in workload_spec and choices._m_applies(WorkloadDef("w", workload_spec)):
             workload_spec = f"{workload_spec},mem_cpu={fitted.m:.6g}"
-            workload = Workload.resolve(m, workload_spec, seed)
+            workload = Workload.resolve(m, workload_spec, seed, assume or "")
     with RunProgress(f"{m.name} · {policy}") as progress:
         # The core asks for Ctrl-C between events; one event can last seconds (the first
         # balancing of 100 000 threads on one CPU): waited for apart, Ctrl-C is answered at once.

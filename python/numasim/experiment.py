@@ -590,7 +590,7 @@ def run_batch(
     m = _machine(machine_json)
     rows = []
     for _, seed in reps:
-        w = _core.Workload.generate(m, f"n={n},{spec}", seed)
+        w = _core.Workload.generate(m, f"n={n},{spec}", seed, "--workload", assume)
         for variant in variants:
             _, policy, domains = variant[:3]
             source = variant[3] if len(variant) > 3 else None
@@ -628,7 +628,8 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     """The part of a run row only app workloads have: per application (labelled as
     ``apps.app_labels`` does) ``APP_FIELDS``; the selection policies' candidate evaluations
     (absent from the summary when 0) and the balancing passes (every balancing attempt, at
-    every level: periodic, newly idle, active and machine-wide)."""
+    every level: periodic, newly idle, active and machine-wide); under ``linux:select=…``
+    ``SELECT_METRICS``, under the home-cluster schemes ``SPACE_METRICS``."""
     from numasim.apps import app_labels
 
     b = result["summary"]["balance"]
@@ -636,8 +637,23 @@ def app_metrics(result: dict[str, Any]) -> dict[str, Any]:
     labels = app_labels(result["apps"])
     apps = [{"app": label, "name": a["name"], **{k: a[k] for k in APP_FIELDS}}
             for label, a in zip(labels, result["apps"], strict=True)]  # fmt: skip
+    # linux:select=… counts its pulls between nodes, the home-cluster schemes their homes (only
+    # those runs: other rows unchanged).
+    metrics = dict(result["summary"].get("policy_metrics") or [])
+    select = {k: metrics[k] for k in (*SELECT_METRICS, *SPACE_METRICS) if k in metrics}
     return {"balance_evaluations": b.get("evaluations", 0), "balance_passes": passes,
-            "apps": apps}  # fmt: skip
+            "apps": apps, **select}  # fmt: skip
+
+
+#: What ``linux:select=…`` counts of its pulls between nodes (the core's ``select.rs``):
+#: ``detach_tasks`` passes, tasks picked, picks with two thread groups or more to choose from,
+#: picks of another task than the kernel's, evaluations of the picks.
+SELECT_METRICS = ("select_passes", "select_picks", "select_picks_with_choice",
+                  "select_picks_changed", "select_evaluations")  # fmt: skip
+
+#: What the space-sharing schemes with home clusters count (Koita et al.'s ten): processes,
+#: and how many of them reserved a home cluster at creation.
+SPACE_METRICS = ("space_processes", "space_homes")
 
 
 def app_run_metrics(apps: list[dict[str, Any]]) -> dict[str, float]:

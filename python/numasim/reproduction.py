@@ -26,8 +26,9 @@ Ablation, one factor at a time:
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
    value under S is already the other profile's is listed as not flipped. An assumption both
-   profiles give the same value (``exec``, ``cost``) is flipped to each of its other values;
-   ``exec`` only where a workload has IO-bound processes (it changes nothing else).
+   profiles give the same value (``exec``, ``cost``, ``load``) is flipped to each of its other
+   values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without IO-bound
+   processes, ``load`` without a load level) is not flipped.
    2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,
    capability-aware's ``place``, origin-aware's ``si``) that applies to the experiment is set
    to each of its alternatives, alone.
@@ -108,6 +109,20 @@ class Plan:
     kept: list[tuple[str, str]]
 
 
+def _has_load_level(exp: Experiment) -> bool:
+    return any("load=" in w.spec for w in exp.workloads)
+
+
+#: Assumptions that act only on some experiments, by name: whether one does on ``exp``. The
+#: ``load`` reading acts only on workloads with a load level (``load=``); elsewhere it is not
+#: flipped (its runs would be the unflipped ones).
+APPLIES = {
+    # exec reads IO-bound processes only
+    "exec": lambda exp: any(choices.has_io(w) for w in exp.workloads),
+    "load": _has_load_level,
+}
+
+
 def plan(exp: Experiment) -> Plan:
     """Steps 1–2 of the ablation: the flips of ``exp`` under its setting, then every
     alternative of every open choice that applies to it (step 2b)."""
@@ -116,8 +131,8 @@ def plan(exp: Experiment) -> Plan:
     other = next(p for p in assume.PROFILES if p != current)
     flips, kept = [], []
     for name, value in resolved.items():
-        if name == "exec" and not any(choices.has_io(w) for w in exp.workloads):
-            continue  # exec reads IO-bound processes only: nothing to flip without them
+        if name in APPLIES and not APPLIES[name](exp):
+            continue  # it changes nothing here: no flip, no runs
         e = assume.entry(name)
         target = e[other]["value"]
         if e[current]["value"] == target:

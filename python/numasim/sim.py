@@ -36,16 +36,20 @@ class Workload:
         self._core = core
 
     @classmethod
-    def generate(cls, machine: Machine, spec: str, seed: int = 0) -> Workload:
-        """From a spec such as ``n=300,kind=cpu,exec=200,arrival=random`` (docs/workloads.md)."""
-        return cls._generate(machine, spec, seed, "spec")
+    def generate(cls, machine: Machine, spec: str, seed: int = 0, assume: str = "") -> Workload:
+        """From a spec such as ``n=300,kind=cpu,exec=200,arrival=random`` (docs/workloads.md);
+        ``assume`` (a setting, as ``simulate``'s) says what a load level measures (``load``)."""
+        return cls._generate(machine, spec, seed, "spec", assume)
 
     @classmethod
-    def _generate(cls, machine: Machine, spec: str, seed: int, origin: str) -> Workload:
+    def _generate(
+        cls, machine: Machine, spec: str, seed: int, origin: str, assume: str = ""
+    ) -> Workload:
         """``generate``, with errors named after ``origin`` (the CLI says ``--workload``)."""
         _check_type("machine", machine, Machine, "numasim.Machine.preset('mehta-m1')")
         _check_type("spec", spec, str, "'n=100,kind=cpu'")
-        return cls(_core.Workload.generate(machine._core, spec, check_seed(seed), origin))
+        return cls(_core.Workload.generate(machine._core, spec, check_seed(seed), origin,
+                                           assume))  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> Workload:
@@ -59,16 +63,20 @@ class Workload:
         raise InputError(f"{path}: a workload file must end in .csv or .json")
 
     @classmethod
-    def mix(cls, machine: Machine, name_or_path: str | Path, seed: int = 0) -> Workload:
+    def mix(
+        cls, machine: Machine, name_or_path: str | Path, seed: int = 0, assume: str = ""
+    ) -> Workload:
         """A multiprogrammed mix: a mix file (``.toml``) or a shipped mix by name
         (``parsec-mix``), generated from ``seed`` as its spec would be (docs/apps.md)."""
         from numasim.apps import Mix
 
         m = Mix.resolve(name_or_path)
-        return cls._generate(machine, m.spec, seed, m.origin)
+        return cls._generate(machine, m.spec, seed, m.origin, assume)
 
     @classmethod
-    def resolve(cls, machine: Machine, spec_or_path: str, seed: int = 0) -> Workload:
+    def resolve(
+        cls, machine: Machine, spec_or_path: str, seed: int = 0, assume: str = ""
+    ) -> Workload:
         """What the CLI's --workload names: a mix (a ``.toml`` file or a shipped mix's name), a
         workload file if one exists there, else a spec."""
         path = Path(spec_or_path)
@@ -78,7 +86,7 @@ class Workload:
             from numasim.apps import MIX_SUFFIX, is_mix_name
 
             if path.suffix.lower() == MIX_SUFFIX or is_mix_name(spec_or_path):
-                return cls.mix(machine, spec_or_path, seed)
+                return cls.mix(machine, spec_or_path, seed, assume)
         if path.suffix.lower() in WORKLOAD_SUFFIXES or path.is_file():
             w = cls.load(path)
             w._core.validate(machine._core, str(path))
@@ -90,7 +98,7 @@ class Workload:
                 f"--workload: '{spec_or_path}' is not a spec (key=value,...), a workload or mix "
                 f"file, or a shipped mix ({', '.join(shipped_mixes())})"
             )
-        return cls._generate(machine, spec_or_path, seed, "--workload")
+        return cls._generate(machine, spec_or_path, seed, "--workload", assume)
 
     def save(self, path: str | Path) -> None:
         """Writes ``.csv`` or ``.json`` by the file's suffix; another suffix, a directory or a
@@ -237,8 +245,9 @@ def simulate(
     _check_type("trace", trace, bool, "True")
     if domains is not None:
         _check_type("domains", domains, str, "'multilevel'")
+    resolved = assumptions.resolve(assume, "assume")
     if isinstance(workload, str):
-        workload = Workload.generate(machine, workload, seed)
+        workload = Workload.generate(machine, workload, seed, assumptions.canonical(resolved))
     else:
         check_seed(seed)
     base, external = policy, None

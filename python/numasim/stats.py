@@ -202,7 +202,8 @@ def app_average(apps: pd.DataFrame, exp: Experiment, confidence: float) -> pd.Da
 def evaluations(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Per cell and policy: candidate evaluations per balancing pass (evaluations / passes of
     each run, then the mean and t interval over the replications), with the mean evaluations and
-    passes per run. Only runs of app workloads carry the counts."""
+    passes per run, and under ``linux:select=…`` the means of its counts of pulls between nodes
+    (``_select_means``). Only runs of app workloads carry the counts."""
     if "balance_evaluations" not in runs:
         return pd.DataFrame()
     out = []
@@ -214,5 +215,14 @@ def evaluations(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
                     "evaluations_per_pass": mean, "half_width": half,
                     "evaluations": float(g["balance_evaluations"].mean()),
                     "passes": float(g["balance_passes"].mean()), "replications": len(g),
-                    "confidence": confidence})  # fmt: skip
+                    "confidence": confidence, **_select_means(g)})  # fmt: skip
     return pd.DataFrame(out)
+
+
+def _select_means(g: pd.DataFrame) -> dict[str, float]:
+    """The mean per run of each selection count of ``linux:select=…`` (pulls between nodes,
+    picks, picks with a choice between thread groups, picks that differ from the kernel's,
+    their evaluations), for runs that have them; none for other policies."""
+    from numasim.experiment import SELECT_METRICS
+
+    return {k: float(g[k].mean()) for k in SELECT_METRICS if k in g and g[k].notna().any()}

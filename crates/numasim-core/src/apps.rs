@@ -241,6 +241,29 @@ impl Profile {
         }
     }
 
+    /// The expected processor time (ms) an instance with `t` threads per parallel part holds
+    /// at its maximum parallelism, each thread on a processor of its own until its phase's
+    /// join (the `load=held` reading of a load level). Phases: a phase of k threads, each's
+    /// work exponential with mean `work_ms / P / k`, lasts the longest of them, `work_ms / P /
+    /// k · H_k` (H_k the k-th harmonic number), and holds k processors that long: `work_ms / P
+    /// · H_k`; k is uniform on 1 ..= 2t − 1, so the instance holds `work_ms` × the mean of H_1 …
+    /// H_{2t−1}. Other models: `work_ms` (no reading of their parallelism is made).
+    pub fn held_ms(&self, t: u32) -> f64 {
+        match self.model {
+            Model::Phases => {
+                let kmax = 2 * t.max(1) - 1;
+                let mut h = 0.0;
+                let mut sum = 0.0;
+                for k in 1..=kmax {
+                    h += 1.0 / f64::from(k);
+                    sum += h;
+                }
+                self.work_ms * sum / f64::from(kmax)
+            }
+            _ => self.work_ms,
+        }
+    }
+
     /// The plans of one instance with `t ≥ 1` threads per parallel part.
     pub fn plan<R: Rng>(&self, t: u32, rng: &mut R) -> Plan {
         let work_ns = self.work_ms * MS;

@@ -11,6 +11,7 @@
 //!   wake    = previous | idlest       where the Linux baseline wakes a process
 //!   exec    = cpu | total             what an IO-bound process's execution time measures
 //!   cost    = kernel | paper[:S]      the scale of balancing costs (S: 1–1000, default 30)
+//!   load    = work | held             what an application workload's load level measures
 //! ```
 //!
 //! 1. Start from the setting's profile, or from `kernel26` (numasim's behaviour before
@@ -73,7 +74,7 @@ pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 5] = ["memory", "slice", "wake", "exec", "cost"];
+pub const NAMES: [&str; 6] = ["memory", "slice", "wake", "exec", "cost", "load"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -184,6 +185,18 @@ impl Cost {
     }
 }
 
+/// What an application workload's load level (`load=L`) measures (`WorkloadSpec`'s creation
+/// rate is `L × CPUs / E[it]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadLevel {
+    /// A process's work: `L = 1` offers the machine's capacity.
+    #[default]
+    Work,
+    /// The processor time a process holds at its maximum parallelism (each phase's threads
+    /// hold their processors until the join): `L = 1` holds every processor, not all busy.
+    Held,
+}
+
 /// A full, resolved set of modelling assumptions. `Default` is the `kernel26` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Assumptions {
@@ -192,6 +205,7 @@ pub struct Assumptions {
     pub wake: Wake,
     pub exec: Exec,
     pub cost: Cost,
+    pub load: LoadLevel,
 }
 
 impl Assumptions {
@@ -331,6 +345,13 @@ impl Assumptions {
                     )
                 })?
             }
+            "load" => {
+                self.load = match value {
+                    "work" => LoadLevel::Work,
+                    "held" => LoadLevel::Held,
+                    _ => return Err(bad()),
+                }
+            }
             _ => unreachable!("every registry entry has a field (tested)"),
         }
         Ok(())
@@ -361,6 +382,10 @@ impl Assumptions {
             "exec" => match self.exec {
                 Exec::Cpu => "cpu",
                 Exec::Total => "total",
+            },
+            "load" => match self.load {
+                LoadLevel::Work => "work",
+                LoadLevel::Held => "held",
             },
             _ => panic!("unknown assumption {name}"),
         }
@@ -433,7 +458,7 @@ mod tests {
         assert_eq!(paper.cost, Cost::Kernel);
         assert_eq!(
             paper.setting(),
-            "memory=parent,slice=work,wake=idlest,exec=cpu,cost=kernel"
+            "memory=parent,slice=work,wake=idlest,exec=cpu,cost=kernel,load=work"
         );
     }
 
@@ -488,7 +513,7 @@ mod tests {
         );
         assert_eq!(
             err("colour=red"),
-            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, cost"
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, cost, load"
         );
         assert_eq!(
             err("exec=wall"),

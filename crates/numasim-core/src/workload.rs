@@ -299,9 +299,12 @@ pub struct WorkloadSpec {
     /// Application profiles with their thread counts (`app=canneal:16+x264`, a missing count
     /// is `threads`): each of the `n` rounds starts them in turn.
     pub apps: Vec<(String, Option<u32>)>,
-    /// Load level (app workloads): offered work / machine capacity, from which Poisson
-    /// creation times are drawn (`load=0.75`).
+    /// Load level (app workloads), from which Poisson creation times are drawn (`load=0.75`):
+    /// offered work / machine capacity, or what `load_level` says it measures.
     pub load: Option<f64>,
+    /// What the load level measures (the `load` modelling assumption; not a key of the spec:
+    /// the caller sets it from the run's assumptions).
+    pub load_level: crate::assumptions::LoadLevel,
     /// Allowed CPUs at creation (`pin=each`, `pin=cpus:LIST`); `None`: every CPU.
     pub pin: Option<Pin>,
     /// When every process's allowed CPUs become all CPUs (`release=MS`), with `pin`.
@@ -329,6 +332,7 @@ impl Default for WorkloadSpec {
             fork_spread_ns: 0,
             apps: Vec::new(),
             load: None,
+            load_level: crate::assumptions::LoadLevel::Work,
             pin: None,
             release_ns: None,
         }
@@ -849,12 +853,21 @@ impl WorkloadSpec {
         )?;
         let mut spec = Cow::Borrowed(self);
         if let Some(load) = self.load {
-            // Offered work per unit time = load × capacity (one unit of work per CPU per unit
-            // of time): applications arrive as a Poisson process at load · cpus / E[work].
-            let mean_work_s =
-                profiles.iter().map(|(p, _)| p.work_ms).sum::<f64>() / profiles.len() as f64 / 1e3;
+            // What load measures per unit time = load × capacity (one unit per CPU per unit of
+            // time): applications arrive as a Poisson process at load · cpus / E[per process],
+            // the unit its work (load=work) or the processor time it holds (load=held).
+            let per_process = |p: &apps::Profile, t: u32| match self.load_level {
+                crate::assumptions::LoadLevel::Work => p.work_ms,
+                crate::assumptions::LoadLevel::Held => p.held_ms(t),
+            };
+            let mean_s = profiles
+                .iter()
+                .map(|&(p, t)| per_process(p, t))
+                .sum::<f64>()
+                / profiles.len() as f64
+                / 1e3;
             spec.to_mut().arrival = Arrival::Poisson {
-                rate_per_s: load * cpus as f64 / mean_work_s,
+                rate_per_s: load * cpus as f64 / mean_s,
             };
         }
         let spec = spec.as_ref();
@@ -1322,6 +1335,44 @@ mod tests {
 
     fn nodes() -> Vec<Vec<usize>> {
         vec![vec![0, 1], vec![2, 3]]
+    }
+
+    #[test]
+    fn load_held_creates_processes_more_slowly_by_the_processor_time_they_hold() {
+        use crate::assumptions::LoadLevel;
+        // koita: 400 ms of work in 4 phases; T = 4 forks k uniform on 1..=7 threads a phase,
+        // each phase holding k processors for the longest of k exponentials of mean 100/k ms:
+        // 100 · H_k. Mean of H_1..H_7 = (1 + 1.5 + 1.8333 + 2.0833 + 2.2833 + 2.45 + 2.5929)/7
+        // = 13.7429/7 = 1.96327, so 785.3 ms held; T = 1: one thread a phase, held = work.
+        let koita = crate::apps::profile("t", "koita").unwrap();
+        assert!(
+            (koita.held_ms(4) - 785.306).abs() < 0.01,
+            "{}",
+            koita.held_ms(4)
+        );
+        assert_eq!(koita.held_ms(1), 400.0);
+        let canneal = crate::apps::profile("t", "canneal").unwrap();
+        assert_eq!(canneal.held_ms(8), canneal.work_ms);
+        // The same draws at a rate 400/785.3 as high: every arrival later by that ratio.
+        let spec = WorkloadSpec::parse("w", "app=koita:4,n=30,load=0.75").unwrap();
+        let work = spec.generate("w", 5, &nodes()).unwrap();
+        let held = WorkloadSpec {
+            load_level: LoadLevel::Held,
+            ..spec
+        }
+        .generate("w", 5, &nodes())
+        .unwrap();
+        let ratio = koita.held_ms(4) / 400.0;
+        for (a, b) in work.apps.iter().zip(&held.apps) {
+            let (ta, tb) = (
+                work.processes[a.tgid as usize].arrival_ns as f64,
+                held.processes[b.tgid as usize].arrival_ns as f64,
+            );
+            assert!((tb - ta * ratio).abs() <= 2.0 + 1e-9 * tb, "{ta} {tb}");
+        }
+        assert!(
+            held.processes.last().unwrap().arrival_ns > work.processes.last().unwrap().arrival_ns
+        );
     }
 
     #[test]

@@ -14,10 +14,12 @@ mod common;
 use common::sound;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 9] = [
+const POLICIES: [&str; 11] = [
     "linux26",
     "linux",
     "linux:slice-us=100,nr-migrate=2",
+    "linux:select=thread-aware",
+    "linux:select=memory-aware,nr-migrate=3",
     "thread-aware",
     "memory-aware",
     "capability-aware",

@@ -418,8 +418,8 @@ fn bad_options_are_refused_with_one_line() {
         ),
         (
             "linux:colour=red",
-            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, ni_random \
-             or numa_balancing",
+            "unknown linux option 'colour'; choose slice-us, nr-migrate, hz, nohz, ni_random, \
+             numa_balancing or select",
         ),
         (
             "linux:hz=200",

@@ -189,13 +189,25 @@ struct Workload {
 
 #[pymethods]
 impl Workload {
-    /// Generates a workload from a spec (`n=300,kind=cpu,...`) for `machine` with `seed`.
+    /// Generates a workload from a spec (`n=300,kind=cpu,...`) for `machine` with `seed`,
+    /// under the modelling assumptions `assume` (a setting; the `load` reading of a load level).
     #[staticmethod]
-    #[pyo3(signature = (machine, spec, seed, origin="--workload"))]
-    fn generate(machine: &Machine, spec: &str, seed: u64, origin: &str) -> PyResult<Self> {
+    #[pyo3(signature = (machine, spec, seed, origin="--workload", assume=""))]
+    fn generate(
+        machine: &Machine,
+        spec: &str,
+        seed: u64,
+        origin: &str,
+        assume: &str,
+    ) -> PyResult<Self> {
         let m = &machine.inner;
+        let load_level = Assumptions::parse("--assume", assume)
+            .map_err(input_err)?
+            .load;
         let w = WorkloadSpec::parse(origin, spec)
-            .and_then(|s| s.generate(origin, seed, m.node_cpu_lists()))
+            .and_then(|s| {
+                WorkloadSpec { load_level, ..s }.generate(origin, seed, m.node_cpu_lists())
+            })
             .map_err(input_err)?;
         Ok(Self { inner: w })
     }

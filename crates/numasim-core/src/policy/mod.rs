@@ -42,7 +42,8 @@ pub const POLICIES: [PolicyInfo; 20] = [
         description: "Linux 6.x CFS/EEVDF load balancer: PELT, group classification, migration \
                       types, imb_numa_nr, newly-idle cost gating, wake_affine and \
                       select_idle_sibling, nohz idle balancing; options slice-us, nr-migrate, hz, nohz, \
-                      ni_random, numa_balancing",
+                      ni_random, numa_balancing, select (kernel, thread-aware, memory-aware: \
+                      which thread a pull between nodes takes)",
         reference: "Linux 6.12.95 as Debian builds it: kernel/sched/fair.c (sched_balance_rq, \
                     calculate_imbalance, detach_tasks, sched_balance_find_dst_group, \
                     select_idle_sibling, _nohz_idle_balance, ...) and pelt.c",

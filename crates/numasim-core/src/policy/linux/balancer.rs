@@ -2,6 +2,7 @@
 //! `calculate_imbalance`, the source group and runqueue, `detach_tasks`, `sched_balance_rq`, the
 //! periodic and newly-idle passes.
 
+use super::select::Select;
 use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
 use super::{Linux, MIGRATION_COST_NS, NUMA_IMBALANCE_MIN};
 use crate::cpuset::CpuSet;
@@ -685,9 +686,39 @@ impl Linux {
         false
     }
 
+    /// `detach_tasks`' test of the migration type for `pid`: the imbalance left once it is
+    /// detached, or `None` when the kernel skips it (`goto next`): a load or util beyond the
+    /// imbalance (`shr_bound` by `nr_balance_failed`), or a task that fits the source CPU when
+    /// a misfit is sought.
+    fn imbalance_after(&self, v: &View<'_>, env: &LbEnv, pid: Pid, failed: u32) -> Option<i64> {
+        let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
+        match env.mt {
+            MigrationType::Load => {
+                let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
+                (shr(load) as i64 <= env.imbalance).then(|| env.imbalance - load as i64)
+            }
+            MigrationType::Util => {
+                let util = v.task_pelt(pid).util_avg.round() as u64;
+                (shr(util) as i64 <= env.imbalance).then(|| env.imbalance - util as i64)
+            }
+            MigrationType::Task => Some(env.imbalance - 1),
+            // "This is not a misfit task".
+            MigrationType::Misfit => {
+                let util = v.task_pelt(pid).util_avg.round() as u64;
+                (!fits_capacity(util, self.cap[env.src])).then_some(0)
+            }
+        }
+    }
+
     /// `detach_tasks`: the moves of one pass from `env.src` to `env.dst` (tasks already
-    /// detached by an earlier pass of this balancing are gone from the list).
-    fn detach_tasks(&self, v: &View<'_>, env: &mut LbEnv, a: &mut Attempt) -> usize {
+    /// detached by an earlier pass of this balancing are gone from the list). A pull between
+    /// nodes under a selection policy (`select=`) goes to [`Linux::select_tasks`].
+    fn detach_tasks(&mut self, v: &View<'_>, env: &mut LbEnv, a: &mut Attempt) -> usize {
+        if self.select != Select::Kernel
+            && v.machine.cpu_node(env.src) != v.machine.cpu_node(env.dst)
+        {
+            return self.select_tasks(v, env, a);
+        }
         let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
         let failed = self.sd[sd_cpu][li].nr_balance_failed;
         let grpmask = &v.domains.cpus[sd_cpu][li].groups[0].balance_mask;
@@ -725,32 +756,10 @@ impl Linux {
             {
                 continue;
             }
-            let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
-            match env.mt {
-                MigrationType::Load => {
-                    let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
-                    if shr(load) as i64 > env.imbalance {
-                        continue;
-                    }
-                    env.imbalance -= load as i64;
-                }
-                MigrationType::Util => {
-                    let util = v.task_pelt(pid).util_avg.round() as u64;
-                    if shr(util) as i64 > env.imbalance {
-                        continue;
-                    }
-                    env.imbalance -= util as i64;
-                }
-                MigrationType::Task => env.imbalance -= 1,
-                MigrationType::Misfit => {
-                    // "This is not a misfit task".
-                    let util = v.task_pelt(pid).util_avg.round() as u64;
-                    if fits_capacity(util, self.cap[src]) {
-                        continue;
-                    }
-                    env.imbalance = 0;
-                }
-            }
+            let Some(left) = self.imbalance_after(v, env, pid, failed) else {
+                continue;
+            };
+            env.imbalance = left;
             a.moves.push(Move {
                 pid,
                 from: src,
@@ -767,6 +776,85 @@ impl Linux {
         }
         env.detached.extend(earlier);
         detached
+    }
+
+    /// `detach_tasks` of a pull between nodes under a selection policy (the module doc of
+    /// `select.rs`): the same walk from the tail of `cfs_tasks` (at most `loop_max` looked at,
+    /// each through `can_migrate_task` — affinity, `migrate_degrades_locality`, `task_hot`),
+    /// but every task is looked at before any moves; then, while the kernel would go on
+    /// detaching (imbalance left, an idle puller never empties the source, newly idle stops
+    /// at one), the next task is the selector's pick among those the migration type's test
+    /// lets through, the kernel's order breaking its ties.
+    fn select_tasks(&mut self, v: &View<'_>, env: &mut LbEnv, a: &mut Attempt) -> usize {
+        let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
+        let failed = self.sd[sd_cpu][li].nr_balance_failed;
+        let grpmask = &v.domains.cpus[sd_cpu][li].groups[0].balance_mask;
+        let kind = if idle == IdleType::NotIdle {
+            MigrationKind::Pull
+        } else {
+            MigrationKind::Idle
+        };
+        let earlier = std::mem::take(&mut env.detached);
+        let tasks = v
+            .queued(src)
+            .filter(|&pid| earlier.is_empty() || !earlier.contains(&pid))
+            .map(Some)
+            .chain([v.current(src).map(|_| None)].into_iter().flatten());
+        let mut movable: Vec<Pid> = Vec::new();
+        if idle == IdleType::NotIdle || env.src_nr > 1 {
+            for task in tasks {
+                env.looked += 1;
+                if env.looked > env.loop_max {
+                    break;
+                }
+                a.tasks_examined += 1;
+                let Some(pid) = task else {
+                    let cur = v.current(src).expect("running");
+                    self.affine_ok(v, cur, env, grpmask);
+                    continue;
+                };
+                if self.affine_ok(v, pid, env, grpmask)
+                    && self.can_migrate(v, pid, src, env.dst, sd_cpu, li, idle)
+                {
+                    movable.push(pid);
+                }
+            }
+        }
+        self.select_stats.passes += 1;
+        let mut moved: Vec<Pid> = Vec::new();
+        while idle == IdleType::NotIdle || env.src_nr > 1 {
+            let eligible: Vec<Pid> = movable
+                .iter()
+                .copied()
+                .filter(|&pid| self.imbalance_after(v, env, pid, failed).is_some())
+                .collect();
+            if eligible.is_empty() {
+                break;
+            }
+            let before = a.evaluations;
+            let at = self
+                .select
+                .pick(v, src, env.dst, &eligible, &moved, &mut a.evaluations);
+            let pid = eligible[at];
+            self.select_stats
+                .count(v, &eligible, at, a.evaluations - before);
+            env.imbalance = self.imbalance_after(v, env, pid, failed).expect("eligible");
+            movable.retain(|&p| p != pid);
+            a.moves.push(Move {
+                pid,
+                from: src,
+                to: env.dst,
+                kind,
+            });
+            env.detached.push(pid);
+            moved.push(pid);
+            env.src_nr -= 1;
+            if idle == IdleType::NewlyIdle || env.imbalance <= 0 {
+                break;
+            }
+        }
+        env.detached.extend(earlier);
+        moved.len()
     }
 
     /// `should_we_balance` for a periodic pass: this CPU is the first idle CPU of the local

@@ -55,6 +55,8 @@
 //!    `sysctl_sched_migration_cost` 0.5 ms ago; hot tasks move once `nr_balance_failed >
 //!    cache_nice_tries`); load and util checked with `shr_bound(x, nr_balance_failed) >
 //!    imbalance`; an idle puller never empties the source; newly idle stops after one task.
+//!    With `select=thread-aware|memory-aware`, a pull between nodes takes the selector's pick
+//!    among the tasks that pass those tests instead of the first (`select.rs`).
 //! 5. Failure, active balance, back-off (end of `sched_balance_rq`): nothing moved →
 //!    `nr_balance_failed++` (not newly idle); `need_active_balance` (migrate_task and more than
 //!    `cache_nice_tries + 2` failures; not when the busiest CPU's running task may not run
@@ -105,7 +107,7 @@
 //!
 //! Files: this one (state, options, the `Policy` glue), `balancer.rs` (rules 1–6), `nohz.rs`
 //! (rule 1's idle load balancer), `prandom.rs` (the kernel's `prandom`, rule 6's dice),
-//! `placement.rs` (rules 7–8), `numa.rs` (where automatic NUMA balancing plugs in:
+//! `placement.rs` (rules 7–8), `select.rs` (rule 4's selection between nodes), `numa.rs` (where automatic NUMA balancing plugs in:
 //! `migrate_degrades_locality` and the preferred node; without it they answer "no opinion" (−1)
 //! and "none", as the kernel does for a task with no NUMA faults). Every simplification is listed
 //! in docs/policies/linux.md.
@@ -115,6 +117,9 @@ mod nohz;
 pub mod numa;
 mod placement;
 pub mod prandom;
+pub mod select;
+
+pub use select::{Select, SelectStats};
 
 pub use nohz::IPI_LATENCY_NS;
 
@@ -218,6 +223,9 @@ pub struct Options {
     /// when the machine has more than one node (`check_numabalancing_enable`, mm/mempolicy.c,
     /// with `CONFIG_NUMA_BALANCING_DEFAULT_ENABLED`, as distribution kernels build it).
     pub numa_balancing: Option<bool>,
+    /// Which task a pull between nodes takes in `detach_tasks` (`select.rs`): the kernel's
+    /// order (default), or the thread-aware or memory-aware selection.
+    pub select: Select,
 }
 
 impl Default for Options {
@@ -229,6 +237,7 @@ impl Default for Options {
             ni_random: true,
             nohz: true,
             numa_balancing: None,
+            select: Select::Kernel,
         }
     }
 }
@@ -236,7 +245,8 @@ impl Default for Options {
 impl Options {
     /// Parses `slice-us=N` (µs, ≥ 1), `nr-migrate=N` (≥ 1), `hz=N` (100, 250, 300 or 1000:
     /// `CONFIG_HZ`'s choices), `nohz=on|off` (the boot parameter's name), `ni_random=on|off`
-    /// (the scheduler feature's name) and `numa_balancing=on|off` (the sysctl's name).
+    /// (the scheduler feature's name), `numa_balancing=on|off` (the sysctl's name) and
+    /// `select=kernel|thread-aware|memory-aware` (`select.rs`).
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
@@ -278,12 +288,13 @@ impl Options {
                 "numa_balancing" => o.numa_balancing = Some(on_off()?),
                 "nohz" => o.nohz = on_off()?,
                 "ni_random" => o.ni_random = on_off()?,
+                "select" => o.select = Select::parse(origin, value)?,
                 _ => {
                     return Err(InputError::new(
                         origin,
                         format!(
                             "unknown linux option '{key}'; choose slice-us, nr-migrate, hz, nohz, \
-                             ni_random or numa_balancing"
+                             ni_random, numa_balancing or select"
                         ),
                     ))
                 }
@@ -432,6 +443,9 @@ pub struct Linux {
     /// later one set the flag too (`add_nr_running`).
     rd_overloaded: bool,
     rd_overload_events: u64,
+    /// Which task a pull between nodes takes, and what the selection did (`select.rs`).
+    select: Select,
+    select_stats: SelectStats,
 }
 impl Linux {
     /// Per-level state for every CPU of the context's domains.
@@ -586,6 +600,8 @@ impl Linux {
             serialize_holder: 0,
             ni_random: o.ni_random,
             rng: Vec::new(),
+            select: o.select,
+            select_stats: SelectStats::default(),
         }
     }
 }
@@ -829,10 +845,14 @@ impl Policy for Linux {
     }
 
     fn extra_metrics(&self) -> Vec<(String, f64)> {
-        self.numa.as_ref().map_or_else(Vec::new, |n| {
-            let named = n.stats().metrics().into_iter();
-            named.map(|(k, v)| (k.to_owned(), v)).collect()
-        })
+        let mut m = self
+            .numa
+            .as_ref()
+            .map_or_else(Vec::new, |n| n.stats().metrics());
+        if self.select != Select::Kernel {
+            m.extend(self.select_stats.metrics());
+        }
+        m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
     }
 
     fn balance(

@@ -256,6 +256,10 @@ pub struct SpaceSharing {
     /// serve grants until every waiting process is refused, and a grant only takes processors
     /// away), so the engine's offers of every idle CPU after a hold cost one serve, not 64.
     dirty: bool,
+    /// Processes the scheduler has known, and how many of them reserved a home cluster (the
+    /// run's policy metrics `space_processes` and `space_homes`, for schemes with homes).
+    processes: u64,
+    homes: u64,
 }
 
 impl SpaceSharing {
@@ -264,6 +268,8 @@ impl SpaceSharing {
             alloc: Alloc::new(ctx),
             scheme,
             dirty: false,
+            processes: 0,
+            homes: 0,
         }
     }
 
@@ -289,8 +295,10 @@ impl SpaceSharing {
                 });
             if let Some(h) = p.home {
                 self.alloc.home_of[h] = Some(tgid);
+                self.homes += 1;
             }
         }
+        self.processes += 1;
         self.alloc.procs.insert(tgid, p);
         self.scheme.changed(&self.alloc, v);
     }
@@ -461,6 +469,18 @@ impl SpaceSharing {
 impl Policy for SpaceSharing {
     fn name(&self) -> &'static str {
         self.scheme.name()
+    }
+
+    /// Schemes with homes: how many processes there were and how many got a home cluster at
+    /// creation (one is reserved only while a cluster is unreserved).
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
+        if !self.scheme.homes() {
+            return Vec::new();
+        }
+        vec![
+            ("space_processes".into(), self.processes as f64),
+            ("space_homes".into(), self.homes as f64),
+        ]
     }
 
     fn place_new(&mut self, v: &View<'_>, pid: Pid, _spawn_cpu: CpuId) -> Option<CpuId> {
