@@ -1,0 +1,129 @@
+"""The ``numasim import-trace`` command (registered by numasim.cli)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+def _pids(text: str | None) -> set[int] | None:
+    from numasim._core import InputError
+    from numasim.kernel.parse import parse_cpulist
+
+    if text is None:
+        return None
+    try:
+        return set(parse_cpulist(text))
+    except ValueError:
+        raise InputError(f"--pids: {text!r} is not a list of pids (like 256-263,300)") from None
+
+
+@click.command(name="import-trace")
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--out", "-o", default=None,
+              help="Write the workload here (.json or .csv), for run --workload FILE.")  # fmt: skip
+@click.option("--machine", "machine_spec", default=None,
+              help="Preset or machine file of the traced machine (default: the numactl "
+              "--hardware or sysfs capture beside the trace).")  # fmt: skip
+@click.option("--pids", default=None, help="Only these traced pids (a list like 256-263,300).")
+@click.option("--comm", default=None, help="Only threads whose name matches this regex.")
+@click.option("--keep-kernel", is_flag=True,
+              help="Keep per-CPU kernel threads (pinned to their CPU).")  # fmt: skip
+@click.option("--mem", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Memory intensity of every process (the trace cannot tell it).")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
+              help="Seed of the processes' burst and wait draws.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the import's summary as JSON.")
+def import_trace_command(
+    trace_path: str,
+    out: str | None,
+    machine_spec: str | None,
+    pids: str | None,
+    comm: str | None,
+    keep_kernel: bool,
+    mem: float,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Turn a scheduler trace into a workload: one process per traced thread, with the CPU
+    time, bursts, sleeps, arrival and spawn CPU the trace shows (docs/workloads.md, "Replaying
+    a real trace"). TRACE is ftrace text (tracefs's trace file, trace-cmd report), perf script
+    output of perf sched record, gzip or not, a directory holding one, or a real-kernel run's
+    boot-N.raw.tar.gz."""
+    from numasim import _core, replay
+    from numasim._core import InputError
+    from numasim.sim import Workload
+
+    files = replay.read(trace_path)
+    machine = _machine(files, machine_spec)
+    if out is not None and Path(out).suffix.lower() not in (".json", ".csv"):
+        raise InputError(f"{out}: a workload file must end in .csv or .json")
+    _, imported = replay.import_trace(
+        files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed
+    )
+    workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
+    if out is not None:
+        workload.save(out)
+    summary = _summary(imported, machine)
+    if as_json:
+        click.echo(json.dumps(summary, indent=1))
+        return
+    procs = imported.workload["processes"]
+    io = sum(p["kind"] == "io" for p in procs)
+    click.echo(
+        f"{files.origin}: {len(procs)} processes ({io} io, {len(procs) - io} cpu) on "
+        f"{machine.name or 'the machine'} ({machine.cpus} CPUs)"
+        + (f", written to {out}" if out else "")
+    )
+    left = summary["left_out"]
+    click.echo(
+        f"left out: {left['per_cpu_kernel_threads']} per-CPU kernel threads, "
+        f"{left['not_selected']} not selected, {left['never_ran']} that never ran"
+    )
+    if imported.alive_at_start:
+        click.echo(
+            f"{len(imported.alive_at_start)} alive when the trace began: they arrive at its start"
+        )
+    if imported.alive_at_end:
+        click.echo(
+            f"{len(imported.alive_at_end)} alive when it ended: their demand is the CPU time traced"
+        )
+    for note in imported.notes:
+        click.echo(f"note: {note}")
+
+
+def _machine(files, machine_spec: str | None):
+    from numasim._core import InputError
+    from numasim.kernel.runner import check_nodes
+    from numasim.machine import Machine
+    from numasim.replay import SYSFS_NAME, machine_beside
+
+    if machine_spec is None:
+        machine = machine_beside(files)
+        if machine is None:
+            raise InputError(
+                f"{files.origin}: no machine: give --machine, or put numactl --hardware "
+                "output (numactl.txt) beside the trace"
+            )
+        return machine
+    machine = Machine.load(machine_spec)
+    if SYSFS_NAME in files.beside:  # the traced kernel's view: the same machine, or one line
+        check_nodes(files.beside[SYSFS_NAME], machine, files.origin)
+    return machine
+
+
+def _summary(imported, machine) -> dict:
+    return {
+        "machine": machine.name,
+        "processes": imported.mapping(),
+        "left_out": {
+            "per_cpu_kernel_threads": len(imported.dropped_kernel),
+            "not_selected": imported.not_selected,
+            "never_ran": len(imported.never_ran),
+        },
+        "alive_at_start": [t.pid for t in imported.alive_at_start],
+        "alive_at_end": [t.pid for t in imported.alive_at_end],
+        "notes": imported.notes,
+    }

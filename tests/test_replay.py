@@ -1,0 +1,189 @@
+"""Importing a scheduler trace into a workload: the three text formats, the per-thread state
+machine on a hand-computed schedule, a real kernel's trace, and bad traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from numasim import _core, replay
+from numasim._core import InputError
+from numasim.cli import main
+from numasim.kernel.parse import parse_trace
+from numasim.machine import Machine
+from numasim.replay.schedule import schedule
+
+DATA = Path(__file__).parent / "data"
+TRACES = DATA / "traces"
+FORMATS = ["tracefs-small.txt", "trace-cmd-small.txt", "perf-script-small.txt"]
+HARNESS = DATA / "kernel/runs/ring-4x2-k6.12-t8-fork-nboff/boot-0.raw.tar.gz"
+MS = 1_000_000
+
+
+def _sched(text: str):
+    return schedule(parse_trace(text, "t", strict=True), "t")
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_hand_computed_schedule_in_each_format(name):
+    """pid 100: forked on CPU 0 at 1.000 s, placed on CPU 1; runs 1.001-1.011 on CPU 1, sleeps
+    until bash (50) wakes it at 1.021, waits 2 ms, runs 1.023-1.028 on CPU 0, is preempted
+    (R+) for 2 ms and runs 1.030-1.0355 before it exits."""
+    s = _sched((TRACES / name).read_text())
+    t = s.threads[100]
+    assert (t.fork_ts, t.fork_cpu, t.placed_cpu, t.parent) == (1_000 * MS, 0, 1, 50)
+    assert t.runs == [
+        (1_001 * MS, 1_011 * MS, 1),
+        (1_023 * MS, 1_028 * MS, 0),
+        (1_030 * MS, 1_035_500_000, 0),
+    ]
+    assert t.run_ns == 20_500_000
+    assert t.sleeps == [(1_011 * MS, 1_021 * MS, 50)]
+    assert t.waits == [
+        (1_000_100_000, 1_001 * MS, False),
+        (1_021 * MS, 1_023 * MS, True),
+        (1_028 * MS, 1_030 * MS, False),
+    ]
+    assert [m[:3] for m in t.migrations] == [(1_022 * MS, 1, 0)]
+    assert t.exit_ts == 1_035 * MS and t.state == "dead"
+    assert s.threads[30].per_cpu_kthread == 1
+    assert 0 not in s.threads
+
+
+def test_the_three_formats_give_the_same_workload():
+    machine = Machine.from_file(TRACES / "numactl.txt")
+    workloads = []
+    for name in FORMATS:
+        files = replay.read(TRACES / name)
+        _, imported = replay.import_trace(files, machine, comm="^loop$")
+        workloads.append(imported.workload)
+    assert workloads[0] == workloads[1] == workloads[2]
+    (p,) = workloads[0]["processes"]
+    assert p["demand_ns"] == 20_500_000 and p["kind"] == "io"
+    assert p["burst_mean_ns"] == 10 * MS  # the burst before the sleep; the last one is cut
+    assert p["wait_mean_ns"] == 10 * MS
+    assert (p["pid"], p["tgid"], p["arrival_ns"], p["spawn_cpu"]) == (0, 0, 0, 0)
+
+
+def test_per_cpu_kernel_threads_are_dropped_unless_kept():
+    machine = Machine.from_file(TRACES / "numactl.txt")
+    files = replay.read(TRACES / "tracefs-small.txt")
+    _, dropped = replay.import_trace(files, machine)
+    assert [t.pid for t in dropped.threads] == [50, 100]
+    assert [t.comm for t in dropped.dropped_kernel] == ["kworker/1:1"]
+    _, kept = replay.import_trace(files, machine, keep_kernel=True)
+    pinned = next(p for p, t in zip(kept.workload["processes"], kept.threads, strict=True)
+                  if t.pid == 30)  # fmt: skip
+    assert pinned["affinity"] == [{"at_ns": 0, "cpus": "1"}] and pinned["spawn_cpu"] == 1
+    assert any("pinned to 1" in n for n in kept.notes)
+
+
+def test_speed_scales_demand():
+    """The same trace on a machine whose CPU 1 runs at half speed: the 10 ms on CPU 1 is 5 ms
+    of work."""
+    files = replay.read(TRACES / "tracefs-small.txt")
+    sched, _ = replay.import_trace(files, Machine.from_file(TRACES / "numactl.txt"))
+    imported = replay.to_workload(sched, [1.0, 0.5], "t", pids={100})
+    assert imported.workload["processes"][0]["demand_ns"] == 15_500_000
+
+
+def test_harness_trace_imports_with_the_run_record():
+    """The real-kernel harness's trace of eight busy loops on ring-4x2 (Linux 6.12): each loop
+    ran as long as the harness's own analysis of the same trace says (inside its window), and
+    the machine beside the trace is the run's."""
+    files = replay.read(HARNESS)
+    machine = replay.machine_beside(files)
+    assert machine is not None and machine.cpus == 8 and machine.nodes == 4
+    _, imported = replay.import_trace(files, machine, pids=set(range(256, 264)))
+    procs = imported.workload["processes"]
+    assert [t.pid for t in imported.threads] == list(range(256, 264))
+    assert all(p["kind"] == "cpu" for p in procs)  # busy loops never sleep
+    assert all(p["spawn_cpu"] == 0 for p in procs)  # forked by a parent on CPU 0
+    record = json.loads(gzip.decompress((HARNESS.parent / "boot-0.json.gz").read_bytes()))
+    window = record["window"]
+    for t in imported.threads:
+        clipped = sum(
+            max(0, min(b, window["end_ns"]) - max(a, window["start_ns"])) for a, b, _ in t.runs
+        )
+        task = next(x for x in record["tasks"] if x["pid"] == t.pid)
+        assert clipped == task["run_ns"]
+        placed = next(x for x in record["tasks"] if x["pid"] == t.pid)["first_cpu"]
+        assert t.placed_cpu == placed
+    _core.Workload.from_json(json.dumps(imported.workload), "t")  # a valid workload
+
+
+# --- bad traces ---------------------------------------------------------------------------
+
+GOOD = (TRACES / "tracefs-small.txt").read_text()
+EVENT_LINES = [line for line in GOOD.splitlines() if not line.startswith("#")]
+
+
+def _bad(lines: list[str]) -> str:
+    with pytest.raises(InputError) as e:
+        _sched("\n".join(lines) + "\n")
+    return str(e.value)
+
+
+def test_two_cpus_at_once_is_refused():
+    twin = EVENT_LINES[2].replace("[001]", "[000]").replace("1.001000", "1.001500")
+    message = _bad([*EVENT_LINES[:3], twin])
+    assert (
+        "line 4" in message and "pid 100 is switched in on CPU 0 while it runs on CPU 1" in message
+    )
+
+
+def test_time_going_backwards_is_refused():
+    lines = [*EVENT_LINES[:3], EVENT_LINES[3].replace("1.011000", "1.000500")]
+    assert "line 4: time goes backwards (1.000500000 s after 1.001000000 s on line 3)" in _bad(
+        lines
+    )
+
+
+def test_a_cut_last_line_is_refused():
+    text = "\n".join(EVENT_LINES[:3]) + "\n" + EVENT_LINES[3][:30]
+    with pytest.raises(InputError, match="line 4: cut short"):
+        parse_trace(text, "t", strict=True)
+
+
+def test_an_event_without_its_fields_is_refused():
+    lines = [*EVENT_LINES[:2], EVENT_LINES[2].split(" ==> ")[0]]
+    assert "line 3: sched_switch without next_pid: not the kernel's format" in _bad(lines)
+
+
+def test_an_unknown_line_and_lost_events_are_refused():
+    assert "line 2: not a trace event line" in _bad([EVENT_LINES[0], "garbage here"])
+    assert "events were lost" in _bad([EVENT_LINES[0], "CPU:1 [LOST 42 EVENTS]"])
+
+
+def test_a_cpu_switching_out_another_thread_is_refused():
+    wrong = EVENT_LINES[3].replace("prev_pid=100", "prev_pid=77")
+    assert "CPU 1 switches out pid 77, but pid 100 was switched in there (line 3)" in _bad(
+        [*EVENT_LINES[:3], wrong]
+    )
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def test_import_trace_command_writes_a_workload_that_runs(tmp_path, capsys):
+    out = tmp_path / "w.json"
+    code = main(["import-trace", str(HARNESS), "--pids", "256-263", "-o", str(out)])
+    assert code == 0
+    assert "8 processes (0 io, 8 cpu)" in capsys.readouterr().out
+    machine = str(DATA / "kernel/ring-4x2.toml")
+    code = main(["run", "--machine", machine, "--policy", "linux", "--workload", str(out)])
+    assert code == 0
+
+
+def test_import_trace_command_bad_input_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "trace"
+    bad.write_text(GOOD.replace("1.011000", "0.900000"))
+    (tmp_path / "numactl.txt").write_text((TRACES / "numactl.txt").read_text())
+    assert main(["import-trace", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{bad}: line 10: time goes backwards" in err
+    assert main(["import-trace", str(TRACES / "tracefs-small.txt"), "--machine", "mehta-m1",
+                 "--pids", "999"]) == 2  # fmt: skip
+    assert "no thread with pid 999" in capsys.readouterr().err
