@@ -187,3 +187,62 @@ def test_import_trace_command_bad_input_is_one_line(tmp_path, capsys):
     assert main(["import-trace", str(TRACES / "tracefs-small.txt"), "--machine", "mehta-m1",
                  "--pids", "999"]) == 2  # fmt: skip
     assert "no thread with pid 999" in capsys.readouterr().err
+
+
+# --- rt-app ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "n=30,kind=mixed,exec=200,arrival=periodic:5,burst=10,wait=20",
+        "n=6,kind=io,exec=25,burst=10,wait=3,threads=3,pin=cpus:0-3,spawn=cpu:1",
+        "n=4,kind=io,exec=4,burst=10,wait=5",  # demand under one burst: no sleep to write
+    ],
+)
+def test_rtapp_round_trip_gives_the_same_workload(spec, tmp_path):
+    from numasim.replay import rtapp
+    from numasim.sim import Workload
+
+    machine = Machine.preset("mehta-m1")
+    original = json.loads(Workload.generate(machine, spec, seed=3)._core.to_json())
+    written = json.dumps(rtapp.export(original))
+    back = rtapp.load(json.loads(written), "rt-app")
+    assert back == {"processes": original["processes"]}
+    assert main(["export-rtapp", "--machine", "mehta-m1", "--workload", spec, "--seed", "3",
+                 "-o", str(tmp_path / "r.json")]) == 0  # fmt: skip
+    assert main(["import-trace", str(tmp_path / "r.json"), "-o", str(tmp_path / "w.json")]) == 0
+    assert json.loads((tmp_path / "w.json").read_text())["processes"] == original["processes"]
+
+
+def test_rtapp_task_of_the_tutorial_kind():
+    """rt-app's single-phase form (events in the task): 3 instances of run 10 ms / sleep 5 ms,
+    4 loops, 2 ms after the start, on CPUs 2 and 3; the last burst ends in a sleep."""
+    from numasim.replay import rtapp
+
+    data = {"tasks": {"t": {"instance": 3, "loop": 4, "delay": 2000, "run": 10000,
+                            "sleep": 5000, "cpus": [2, 3]}}}  # fmt: skip
+    procs = rtapp.load(data, "r")["processes"]
+    assert len(procs) == 3
+    p = procs[1]
+    assert (p["pid"], p["tgid"], p["arrival_ns"], p["demand_ns"], p["kind"]) == (
+        1, 1, 2 * MS, 40 * MS, "io")  # fmt: skip
+    assert (p["burst_mean_ns"], p["wait_mean_ns"], p["spawn_cpu"]) == (10 * MS, 5 * MS, 2)
+    assert p["affinity"] == [{"at_ns": 0, "cpus": "2-3"}]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"tasks": {"t": {"run": 10, "loop": -1}}}, "tasks.t.loop: -1: a task repeated forever"),
+        ({"tasks": {"t": {"run": 10, "lock": "m"}}}, "tasks.t.phases.p.lock: an rt-app event"),
+        ({"tasks": {"t": {"sleep": 10}}}, "tasks.t: no run event"),
+        ({"tasks": {"t": {"run": 1.5}}}, "tasks.t.phases.p.run: 1.5 is not a whole number"),
+        ({"global": {}}, "not an rt-app description"),
+    ],
+)
+def test_bad_rtapp_is_one_line(data, message):
+    from numasim.replay import rtapp
+
+    with pytest.raises(InputError, match=message.replace(".", r"\.")):
+        rtapp.load(data, "r")

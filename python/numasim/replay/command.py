@@ -50,16 +50,19 @@ def import_trace_command(
     """Turn a scheduler trace into a workload: one process per traced thread, with the CPU
     time, bursts, sleeps, arrival and spawn CPU the trace shows (docs/workloads.md, "Replaying
     a real trace"). TRACE is ftrace text (tracefs's trace file, trace-cmd report), perf script
-    output of perf sched record, gzip or not, a directory holding one, or a real-kernel run's
-    boot-N.raw.tar.gz."""
+    output of perf sched record, gzip or not, a directory holding one, a real-kernel run's
+    boot-N.raw.tar.gz, or an rt-app JSON description."""
     from numasim import _core, replay
     from numasim._core import InputError
     from numasim.sim import Workload
 
     files = replay.read(trace_path)
-    machine = _machine(files, machine_spec)
     if out is not None and Path(out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"{out}: a workload file must end in .csv or .json")
+    if files.text.lstrip().startswith("{"):  # an rt-app description
+        _import_rtapp(files, out, seed)
+        return
+    machine = _machine(files, machine_spec)
     _, imported = replay.import_trace(
         files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed
     )
@@ -92,6 +95,26 @@ def import_trace_command(
         )
     for note in imported.notes:
         click.echo(f"note: {note}")
+
+
+def _import_rtapp(files, out: str | None, seed: int) -> None:
+    from numasim import _core
+    from numasim._core import InputError
+    from numasim.replay import rtapp
+    from numasim.sim import Workload
+
+    try:
+        data = json.loads(files.text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{files.origin}: line {e.lineno}: not JSON: {e.msg}") from None
+    text = json.dumps(rtapp.load(data, files.origin, seed))
+    workload = Workload(_core.Workload.from_json(text, files.origin))
+    if out is not None:
+        workload.save(out)
+    click.echo(
+        f"{files.origin}: {len(workload)} processes from rt-app tasks"
+        + (f", written to {out}" if out else "")
+    )
 
 
 def _machine(files, machine_spec: str | None):
@@ -127,3 +150,24 @@ def _summary(imported, machine) -> dict:
         "alive_at_end": [t.pid for t in imported.alive_at_end],
         "notes": imported.notes,
     }
+
+
+@click.command(name="export-rtapp")
+@click.option("--machine", "machine_spec", required=True, help="Preset or machine file.")
+@click.option("--workload", "workload_spec", required=True,
+              help="Spec (n=20,kind=io,…) or workload file (.csv/.json).")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
+              help="Seed of a generated workload.")  # fmt: skip
+@click.option("--out", "-o", required=True, help="The rt-app JSON file to write.")
+def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> None:
+    """Write a workload as an rt-app description (docs/workloads.md, "rt-app"): one task per
+    process; numasim import-trace reads it back as the same workload."""
+    from numasim.machine import Machine
+    from numasim.replay import rtapp
+    from numasim.sim import Workload
+
+    machine = Machine.load(machine_spec)
+    workload = Workload.resolve(machine, workload_spec, seed)
+    data = rtapp.export(json.loads(workload._core.to_json()), workload_spec)
+    Path(out).write_text(json.dumps(data, indent=1) + "\n")
+    click.echo(f"{out}: {len(data['tasks'])} rt-app tasks")

@@ -19,7 +19,10 @@ last burst is, so it does not count), its mean wait the mean sleep (``timer`` co
 sleep of its period). What rt-app cannot say (memory intensity, spawn CPU, the burst-draw seed,
 thread groups) goes in a ``numasim`` object beside ``tasks``, which rt-app does not read; without
 it, mem is 0, the spawn CPU the first allowed CPU (else 0), each task its own group and the seed
-drawn from the reader's. Times are whole µs: a workload whose times are not is refused.
+drawn from the reader's. It also keeps the kind and means of an IO-bound process whose demand
+is under one burst (written as one run, no sleep) and the unused means of a cpu-bound one, so
+that export then import gives the same workload. Times are whole µs: a workload whose times
+are not is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 from typing import Any
 
 from numasim._core import InputError
+from numasim.kernel.parse import cpulist_text, parse_cpulist
 from numasim.replay.build import _seed
 
 US = 1000
@@ -92,8 +96,6 @@ def export(workload: dict[str, Any], origin: str = "workload") -> dict[str, Any]
 
 
 def _cpus(cpulist: str) -> list[int]:
-    from numasim.kernel.parse import parse_cpulist
-
     return parse_cpulist(cpulist)
 
 
@@ -160,6 +162,8 @@ def load(data: Any, origin: str, seed: int = 0) -> dict[str, Any]:
                 bursts.append(current)
                 current = 0
         cpus = task.get("cpus")
+        if cpus is not None and (not isinstance(cpus, list) or not cpus):
+            raise InputError(f"{where}.cpus: {json.dumps(cpus)} is not a list of CPUs")
         for _ in range(instances):
             rows.append((delay * US, name, demand, sleeps, bursts, cpus))
     processes = []
@@ -178,11 +182,14 @@ def load(data: Any, origin: str, seed: int = 0) -> dict[str, Any]:
             "wait_mean_ns": round(sum(sleeps) / len(sleeps)) if io else 0,
             "seed": known.get("seed", _seed(seed, i)),
         }
-        if not io and known.get("kind") == "io":  # demand under one burst: no sleep written
-            p.update(kind="io", burst_mean_ns=known["burst_mean_ns"],
-                     wait_mean_ns=known["wait_mean_ns"])  # fmt: skip
+        if not io:  # no sleep: the means numasim keeps (unused by a cpu-bound process)
+            p["burst_mean_ns"] = known.get("burst_mean_ns", 0)
+            p["wait_mean_ns"] = known.get("wait_mean_ns", 0)
+            if known.get("kind") == "io":  # demand under one burst: no sleep was written
+                p["kind"] = "io"
         if cpus is not None:
-            p["affinity"] = [{"at_ns": 0, "cpus": ",".join(str(_int(c, name)) for c in cpus)}]
+            ids = [_int(c, f"{origin}: tasks.{name}.cpus") for c in cpus]
+            p["affinity"] = [{"at_ns": 0, "cpus": cpulist_text(ids)}]
         processes.append(p)
     return {"processes": processes}
 
