@@ -46,7 +46,7 @@ def test_hand_computed_schedule_in_each_format(name):
         (1_021 * MS, 1_023 * MS, True),
         (1_028 * MS, 1_030 * MS, False),
     ]
-    assert [m[:3] for m in t.migrations] == [(1_022 * MS, 1, 0)]
+    assert t.migrations == [(1_000_100_000, 0, 1, "fork"), (1_022 * MS, 1, 0, "unknown")]
     assert t.exit_ts == 1_035 * MS and t.state == "dead"
     assert s.threads[30].per_cpu_kthread == 1
     assert 0 not in s.threads
@@ -246,3 +246,41 @@ def test_bad_rtapp_is_one_line(data, message):
 
     with pytest.raises(InputError, match=message.replace(".", r"\.")):
         rtapp.load(data, "r")
+
+
+# --- the replay beside the real schedule ------------------------------------------------------
+
+
+def test_replay_of_a_harness_trace_under_linux_beside_the_real_schedule(capsys):
+    """One command: the eight loops of a real Linux 6.12 run replayed under linux on the same
+    machine. The real side agrees with the harness's own record of the boot (migrations by
+    kind; run time per task); the simulated side ran every task to its traced demand."""
+    assert main(["replay", str(HARNESS), "--pids", "256-263", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (
+        out["policy"] == "linux"
+        and out["tasks"] == 8
+        and out["traced_pids"] == list(range(256, 264))
+    )
+    runs = json.loads((HARNESS.parent / "runs.json").read_text())
+    assert out["migrations_by_kind"]["real"] == runs["summaries"][0]["by_kind"]
+    record = json.loads(gzip.decompress((HARNESS.parent / "boot-0.json.gz").read_bytes()))
+    run_ms = sorted(t["run_ms"] for t in out["real"])
+    assert run_ms[0] >= min(t["run_ns"] for t in record["tasks"]) / MS
+    for real, sim in zip(out["real"], out["sim"], strict=True):
+        assert sim["run_ms"] >= real["run_ms"]  # the demand is the traced time, plus overheads
+        assert sum(real["cpu_ms_by_node"]) == pytest.approx(real["run_ms"])
+    paired = out["paired"]["run_ms"]
+    assert paired["diff_mean"] == pytest.approx(paired["sim_mean"] - paired["real_mean"])
+    w = out["wait_distribution"]
+    assert 0 <= w["ks_statistic"] <= 1 and w["wasserstein_ms"] >= 0
+
+
+def test_replay_on_another_machine_keeps_the_real_side(capsys):
+    assert main(["replay", str(HARNESS), "--pids", "256-263", "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)
+    assert main(["replay", str(HARNESS), "--pids", "256-263", "--json",
+                 "--machine", "mehta-m1", "--policy", "linux26"]) == 0  # fmt: skip
+    other = json.loads(capsys.readouterr().out)
+    assert other["real"] == same["real"] and other["machine"] == "mehta-m1"
+    assert len(other["cpu_ms_by_node"]["sim"]) == Machine.preset("mehta-m1").nodes

@@ -121,7 +121,7 @@ def machine_beside(files: TraceFiles) -> Machine | None:
 def _numactl_machine(text: str) -> Machine:
     """The machine of a ``numactl --hardware`` text, read by Machine.from_file."""
     with tempfile.TemporaryDirectory(prefix="numasim-replay-") as d:
-        p = Path(d) / "numactl.txt"
+        p = Path(d) / "traced-machine.txt"  # the machine's name
         p.write_text(text)
         return Machine.from_file(p)
 

@@ -171,3 +171,74 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
     data = rtapp.export(json.loads(workload._core.to_json()), workload_spec)
     Path(out).write_text(json.dumps(data, indent=1) + "\n")
     click.echo(f"{out}: {len(data['tasks'])} rt-app tasks")
+
+
+@click.command(name="replay")
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--machine", "machine_spec", default=None,
+              help="Preset or machine file to replay on (default: the traced machine, from "
+              "the capture beside the trace).")  # fmt: skip
+@click.option("--policy", default="linux", show_default=True, help="Policy of the replay.")
+@click.option("--pids", default=None, help="Only these traced pids (a list like 256-263,300).")
+@click.option("--comm", default=None, help="Only threads whose name matches this regex.")
+@click.option("--keep-kernel", is_flag=True, help="Keep per-CPU kernel threads (pinned).")
+@click.option("--mem", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Memory intensity of every process.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
+              help="Seed of the replay.")  # fmt: skip
+@click.option("--assume", default=None,
+              help="Modelling assumptions of the replay (numasim list assumptions).")  # fmt: skip
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
+              show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def replay_command(
+    trace_path: str,
+    machine_spec: str | None,
+    policy: str,
+    pids: str | None,
+    comm: str | None,
+    keep_kernel: bool,
+    mem: float,
+    seed: int,
+    assume: str | None,
+    confidence: float,
+    as_json: bool,
+) -> None:
+    """Replay a trace's threads under a policy and put the simulated schedule beside the real
+    one, task by task: run time, waiting, turnaround, migrations by kind and distance, CPU time
+    per node; paired differences with intervals and distribution distances of waiting times
+    (docs/workloads.md, "Replaying a real trace")."""
+    from numasim import _core, replay
+    from numasim.machine import Machine
+    from numasim.replay import compare
+    from numasim.sim import Workload, simulate
+
+    if assume is not None:
+        from numasim.assumptions import resolve
+
+        resolve(assume, "--assume")  # its errors name the option
+    files = replay.read(trace_path)
+    traced = _machine(files, None) if machine_spec is None else None
+    machine = traced or Machine.load(machine_spec)
+    if traced is None and replay.SYSFS_NAME in files.beside:
+        traced = replay.machine_beside(files)
+    sched, imported = replay.import_trace(
+        files, traced or machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel,
+        mem=mem, seed=seed,
+    )  # fmt: skip
+    workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
+    result = simulate(machine, workload, policy, seed=seed, trace=True, assume=assume)
+    real = compare.real_tasks(sched, imported, traced or machine)
+    sim = compare.sim_tasks(result.raw, machine)
+    summary = compare.compare(real, sim, confidence)
+    pids_traced = [t.pid for t in imported.threads]
+    if as_json:
+        out = {"policy": policy, "machine": machine.name, "traced_pids": pids_traced, **summary,
+               "real": real, "sim": sim}  # fmt: skip
+        click.echo(json.dumps(out, indent=1))
+        return
+    click.echo(
+        f"{files.origin}: {len(real)} tasks replayed under {policy} on "
+        f"{machine.name or 'the machine'} (seed {seed})"
+    )
+    click.echo(compare.text(summary, real, sim, pids_traced))

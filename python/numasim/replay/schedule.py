@@ -84,7 +84,8 @@ class Thread:
     sleeps: list[tuple[int, int, int | None]] = field(default_factory=list)
     #: Each migration: (time, from CPU, to CPU, kind): a kind of numasim.kernel.parse.KINDS
     #: read from the event's stack trace, "stopper" (the CPU stopper's: exec, affinity or NUMA
-    #: move), or "unknown" (no stack traced, or no sched_migrate_task: read from where it ran).
+    #: move), "fork" (placed by sched_wakeup_new off its parent's CPU) or "unknown" (no stack
+    #: traced, or no sched_migrate_task: read from where it ran).
     migrations: list[tuple[int, int, int, str]] = field(default_factory=list)
     numa_moves: int = 0
     numa_swaps: int = 0
@@ -156,6 +157,9 @@ def schedule(events: list[Event], origin: str) -> Schedule:
         elif name == "sched_wakeup_new":
             t = thread(e.int("pid"), e, e.text("comm"))
             t.placed_cpu = _target(e)
+            if t.fork_cpu is not None and t.placed_cpu not in (None, t.fork_cpu):
+                # wake_up_new_task places it without a sched_migrate_task event (6.x)
+                t.migrations.append((ts, t.fork_cpu, t.placed_cpu, "fork"))
             if t.state in ("new", "unknown"):
                 t.state, t.since, t.woken = "runnable", ts, False
         elif name in ("sched_wakeup", "sched_waking"):
