@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numasim import _core, replay
 from numasim._core import InputError
 from numasim.cli import main
@@ -284,3 +286,45 @@ def test_replay_on_another_machine_keeps_the_real_side(capsys):
     other = json.loads(capsys.readouterr().out)
     assert other["real"] == same["real"] and other["machine"] == "mehta-m1"
     assert len(other["cpu_ms_by_node"]["sim"]) == Machine.preset("mehta-m1").nodes
+
+
+def test_thread_groups_from_the_tgid_column_and_perf_pid_tid():
+    """tracefs with record-tgid prints ``TASK-PID (TGID) [CPU]``, perf script -F …pid,tid…
+    ``COMM PID/TID [CPU]``: two threads of group 100 become one thread group."""
+    tracefs = "\n".join([
+        "       a-100   (  100) [000] d..2.  1.000000: sched_switch: prev_comm=a prev_pid=100 "
+        "prev_prio=120 prev_state=S ==> next_comm=b next_pid=101 next_prio=120",
+        "       b-101   (  100) [000] d..2.  1.001000: sched_switch: prev_comm=b prev_pid=101 "
+        "prev_prio=120 prev_state=S ==> next_comm=c next_pid=7 next_prio=120",
+        "       c-7     (    7) [000] d..2.  1.002000: sched_switch: prev_comm=c prev_pid=7 "
+        "prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    ]) + "\n"  # fmt: skip
+    perf = "\n".join([
+        "  a   100/100 [000] 1.000000: sched:sched_switch: prev_comm=a prev_pid=100 "
+        "prev_prio=120 prev_state=S ==> next_comm=b next_pid=101 next_prio=120",
+        "  b   100/101 [000] 1.001000: sched:sched_switch: prev_comm=b prev_pid=101 "
+        "prev_prio=120 prev_state=S ==> next_comm=c next_pid=7 next_prio=120",
+        "  c     7/7   [000] 1.002000: sched:sched_switch: prev_comm=c prev_pid=7 "
+        "prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    ]) + "\n"  # fmt: skip
+    for text in (tracefs, perf):
+        imported = replay.to_workload(_sched(text), [1.0], "t")
+        # all alive when the trace began: in pid order at its start
+        assert [t.pid for t in imported.threads] == [7, 100, 101]
+        assert [(p["pid"], p["tgid"]) for p in imported.workload["processes"]] == [
+            (0, 0), (1, 1), (2, 1)]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*EVENT_LINES, "", "# c", "x", "CPU 0 is empty"]), max_size=12),
+       st.text(max_size=40))  # fmt: skip
+def test_any_text_is_read_or_refused_in_one_line(lines, tail):
+    """Whatever the lines (shuffled real ones, junk), the reader and the state machine give a
+    schedule or an InputError naming a line, never another exception."""
+    text = "\n".join([*lines, tail])
+    try:
+        events = parse_trace(text, "t", strict=True)
+        if events:
+            schedule(events, "t")
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).startswith("t: ")
