@@ -328,3 +328,20 @@ def test_any_text_is_read_or_refused_in_one_line(lines, tail):
             schedule(events, "t")
     except InputError as e:
         assert "\n" not in str(e) and str(e).startswith("t: ")
+
+
+def test_the_replay_page_loads_in_headless_chromium(tmp_path, capsys):
+    """numasim replay --report: both schedules and the differences on one self-contained page
+    that a real browser loads without errors, drawing its two figures."""
+    from test_run_report import _body_status, _dump_dom
+
+    page = tmp_path / "replay.html"
+    args = ["replay", str(HARNESS), "--pids", "256-263", "--report", str(page)]
+    assert main(args) == 0
+    text = page.read_text()
+    for section in ["Differences", "Schedules", "Waiting", "Migrations", "Tasks"]:
+        assert f"<h2>{section}</h2>" in text
+    assert text.count("<figure><svg") == 2 and '<td>fork</td><td class="num">8</td>' in text
+    status = _body_status(_dump_dom(page, tmp_path))
+    assert status == {"loaded": "yes", "figures": "2", "figures-drawn": "2", "errors": "0",
+                      "error-list": ""}  # fmt: skip

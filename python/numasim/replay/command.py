@@ -191,6 +191,8 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--report", "report_file", default=None,
+              help="Also write both schedules and their differences as an HTML page.")  # fmt: skip
 def replay_command(
     trace_path: str,
     machine_spec: str | None,
@@ -203,6 +205,7 @@ def replay_command(
     assume: str | None,
     confidence: float,
     as_json: bool,
+    report_file: str | None,
 ) -> None:
     """Replay a trace's threads under a policy and put the simulated schedule beside the real
     one, task by task: run time, waiting, turnaround, migrations by kind and distance, CPU time
@@ -218,10 +221,12 @@ def replay_command(
 
         resolve(assume, "--assume")  # its errors name the option
     files = replay.read(trace_path)
-    traced = _machine(files, None) if machine_spec is None else None
-    machine = traced or Machine.load(machine_spec)
-    if traced is None and replay.SYSFS_NAME in files.beside:
-        traced = replay.machine_beside(files)
+    if report_file is not None:
+        from numasim.cli import _check_writable
+
+        _check_writable(report_file, "--report")
+    traced = _machine(files, None) if machine_spec is None else replay.machine_beside(files)
+    machine = Machine.load(machine_spec) if machine_spec is not None else traced
     sched, imported = replay.import_trace(
         files, traced or machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel,
         mem=mem, seed=seed,
@@ -232,6 +237,15 @@ def replay_command(
     sim = compare.sim_tasks(result.raw, machine)
     summary = compare.compare(real, sim, confidence)
     pids_traced = [t.pid for t in imported.threads]
+    if report_file is not None:
+        from numasim.replay import page
+
+        title = f"{Path(trace_path).name} · {policy} on {machine.name} · {len(real)} tasks"
+        sub = f"traced on {(traced or machine).name}; replay seed {seed}"
+        real_spans, sim_spans = page.spans(imported, traced or machine, result.raw, machine)
+        Path(report_file).write_text(
+            page.html_page(title, sub, summary, real, sim, pids_traced, real_spans, sim_spans)
+        )
     if as_json:
         out = {"policy": policy, "machine": machine.name, "traced_pids": pids_traced, **summary,
                "real": real, "sim": sim}  # fmt: skip
