@@ -345,3 +345,41 @@ def test_the_replay_page_loads_in_headless_chromium(tmp_path, capsys):
     status = _body_status(_dump_dom(page, tmp_path))
     assert status == {"loaded": "yes", "figures": "2", "figures-drawn": "2", "errors": "0",
                       "error-list": ""}  # fmt: skip
+
+
+def test_same_time_switches_on_two_cpus_are_taken_in_causal_order():
+    """A real Linux 6.12 trace printed pid 415's switch-in on CPU 1 before its switch-out on
+    CPU 9, both at 29.147855 s: with one timestamp the print order of two CPUs says nothing,
+    and the switch-out is applied first. Apart by a microsecond, it is refused."""
+    lines = [
+        "  a-1 [001] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 "
+        "prev_state=S ==> next_comm=sh next_pid=415 next_prio=120",
+        "  c-3 [001] d..2. 1.000500: sched_switch: prev_comm=sh prev_pid=415 prev_prio=120 "
+        "prev_state=R ==> next_comm=c next_pid=3 next_prio=120",
+        "  b-2 [009] d..2. 1.000500: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 "
+        "prev_state=S ==> next_comm=sh next_pid=415 next_prio=120",
+        "  c-3 [001] d..2. 1.002000: sched_switch: prev_comm=c prev_pid=3 prev_prio=120 "
+        "prev_state=S ==> next_comm=sh next_pid=415 next_prio=120",
+        "  sh-415 [009] d..2. 1.002000: sched_switch: prev_comm=sh prev_pid=415 prev_prio=120 "
+        "prev_state=R ==> next_comm=d next_pid=4 next_prio=120",
+    ]
+    s = _sched("\n".join(lines) + "\n")
+    assert s.threads[415].runs == [
+        (1_000 * MS, 1_000_500_000, 1),
+        (1_000_500_000, 1_002 * MS, 9),
+        (1_002 * MS, 1_002 * MS, 1),
+    ]
+    lines[4] = lines[4].replace("1.002000", "1.002001")
+    assert "line 4: pid 415 is switched in on CPU 1 while it runs on CPU 9" in _bad(lines)
+
+
+def test_every_kept_harness_trace_imports():
+    """All 64 real-kernel traces kept in the tests (Linux 6.1 and 6.12, 4 to 16 nodes, NUMA
+    balancing on and off) import, each with its machine from the capture beside it."""
+    runs = sorted((DATA / "kernel/runs").glob("*/boot-*.raw.tar.gz"))
+    assert len(runs) == 64
+    for path in runs:
+        files = replay.read(path)
+        machine = replay.machine_beside(files)
+        _, imported = replay.import_trace(files, machine)
+        assert imported.workload["processes"], path

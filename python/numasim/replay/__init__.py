@@ -114,7 +114,11 @@ def machine_beside(files: TraceFiles) -> Machine | None:
         if name in files.beside:
             return _numactl_machine(files.beside[name])
     if SYSFS_NAME in files.beside:
-        return _numactl_machine(_numactl_text(files.beside[SYSFS_NAME], files))
+        try:
+            return _numactl_machine(_numactl_text(files.beside[SYSFS_NAME], files))
+        except InputError as e:
+            problem = str(e).split(": ", 1)[-1]
+            raise InputError(f"{files.origin}: beside it, {SYSFS_NAME}: {problem}") from None
     return None
 
 
@@ -138,6 +142,7 @@ def _numactl_text(nodes: str, files: TraceFiles) -> str:
                 f"'NODE CPULIST | DISTANCES': {line!r}"
             )
         rows.append((int(node), parse_cpulist(cpus), dist.split()))
+    rows.sort()  # sysfs lists node10 before node2
     out = [f"available: {len(rows)} nodes (0-{len(rows) - 1})"]
     for n, cpus, _ in rows:
         out.append(f"node {n} cpus: {' '.join(map(str, cpus))}")

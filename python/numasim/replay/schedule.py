@@ -147,7 +147,25 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             t.tgid = e.tgid
         return t
 
-    for e in sched:
+    def switch_out(p: Thread, e: Event) -> None:
+        if p.state == "running" and p.cpu != e.cpu:
+            raise InputError(
+                f"{origin}: line {e.line}: pid {p.pid} is switched out on CPU {e.cpu} "
+                f"but runs on CPU {p.cpu}"
+            )
+        began = p.since if p.state == "running" else start
+        p.runs.append((began, e.ts, e.cpu))
+        p.cpu = e.cpu
+        state = e.text("prev_state")
+        if state.startswith("R"):
+            p.state, p.since, p.woken = "runnable", e.ts, False
+        elif state[:1] in ("X", "Z"):
+            p.state, p.since = "dead", e.ts
+        else:
+            p.state, p.since = "sleeping", e.ts
+
+    early: set[int] = set()  # switches whose switch-out was applied before their line
+    for i, e in enumerate(sched):
         name, ts = e.name, e.ts
         if name == "sched_process_fork":
             child = e.int("child_pid")
@@ -178,26 +196,13 @@ def schedule(events: list[Event], origin: str) -> Schedule:
                     f"{origin}: line {e.line}: CPU {e.cpu} switches out pid {prev}, but pid "
                     f"{last[0]} was switched in there (line {last[1]})"
                 )
-            if prev:
-                p = thread(prev, e, e.text("prev_comm"))
-                if p.state == "running" and p.cpu != e.cpu:
-                    raise InputError(
-                        f"{origin}: line {e.line}: pid {prev} is switched out on CPU {e.cpu} "
-                        f"but runs on CPU {p.cpu}"
-                    )
-                began = p.since if p.state == "running" else start
-                p.runs.append((began, ts, e.cpu))
-                p.cpu = e.cpu
-                state = e.text("prev_state")
-                if state.startswith("R"):
-                    p.state, p.since, p.woken = "runnable", ts, False
-                elif state[:1] in ("X", "Z"):
-                    p.state, p.since = "dead", ts
-                else:
-                    p.state, p.since = "sleeping", ts
+            if prev and i not in early:
+                switch_out(thread(prev, e, e.text("prev_comm")), e)
             if nxt:
                 n = thread(nxt, e, e.text("next_comm"))
-                if n.state == "running":
+                if n.state == "running" and not _switched_out_at_once(
+                    sched, i, n, switch_out, early
+                ):
                     raise InputError(
                         f"{origin}: line {e.line}: pid {nxt} is switched in on CPU {e.cpu} "
                         f"while it runs on CPU {n.cpu} (since line {n.line})"
@@ -228,6 +233,24 @@ def schedule(events: list[Event], origin: str) -> Schedule:
         if t.state == "running":
             t.runs.append((t.since, end, t.cpu if t.cpu is not None else 0))
     return Schedule(threads, start, end, top_cpu + 1, migrate_events)
+
+
+def _switched_out_at_once(
+    sched: list[Event], i: int, n: Thread, switch_out, early: set[int]
+) -> bool:
+    """Whether ``n``, switched in by ``sched[i]`` while it runs on another CPU, is switched out
+    there at the same time later in the trace: events of different CPUs with one timestamp are
+    printed in no causal order (the clock's resolution is a microsecond). That switch-out is
+    then applied first (and marked in ``early``)."""
+    for j in range(i + 1, len(sched)):
+        e = sched[j]
+        if e.ts != sched[i].ts:
+            return False
+        if e.name == "sched_switch" and e.cpu == n.cpu and e.int("prev_pid") == n.pid:
+            switch_out(n, e)
+            early.add(j)
+            return True
+    return False
 
 
 def _target(e: Event) -> int | None:
