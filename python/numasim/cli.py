@@ -35,6 +35,7 @@ from numasim.names import file_part
 from numasim.progress import RunProgress
 from numasim.progress import bar as progress_bar
 from numasim.render import domains_text, machine_text, summary_text
+from numasim.replay.command import export_rtapp, import_trace_command, replay_command
 from numasim.saved import RunRecord
 from numasim.sim import SEED_MAX, Workload, default_domains, policies, simulate
 
@@ -1057,6 +1058,9 @@ def list_builders() -> None:
 
 cli.add_command(kernel_run)
 cli.add_command(validate)
+cli.add_command(import_trace_command)
+cli.add_command(export_rtapp)
+cli.add_command(replay_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,8 +26,23 @@ from numasim._core import InputError
 # --- the trace -------------------------------------------------------------------------------
 
 _LINE = re.compile(
-    r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<flags>\S+)\s+"
-    r"(?P<ts>\d+)\.(?P<frac>\d+):\s(?P<rest>.*)$"
+    r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*(?P<tgid>\d+|-+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
+    r"(?:(?P<flags>[^\s:]+)\s+)?(?P<ts>\d+)\.(?P<frac>\d+):\s(?P<rest>.*)$"
+)
+#: A line of ``perf script`` (its default fields for tracepoints: comm, tid or pid/tid, CPU,
+#: time, ``system:event:``, the event's text).
+_PERF_LINE = re.compile(
+    r"^\s*(?P<task>.*?)\s+(?:(?P<tgid>\d+)/)?(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+"
+    r"(?P<ts>\d+)\.(?P<frac>\d+):\s+(?:\d+\s+)?\w+:(?P<rest>\w+:.*)$"
+)
+#: The text trace-cmd's sched plugin prints instead of the kernel's format:
+#: ``bash:1234 [120] S ==> swapper/1:0 [120]`` and ``bash:1234 [120] success=1 CPU:001``.
+_PLUGIN_SWITCH = re.compile(
+    r"^(?P<pc>.*):(?P<pp>-?\d+) \[(?P<ppr>-?\d+)\] (?P<ps>\S+) ==> "
+    r"(?P<nc>.*):(?P<np>-?\d+) \[(?P<npr>-?\d+)\]\s*$"
+)
+_PLUGIN_WAKEUP = re.compile(
+    r"^(?P<c>.*):(?P<p>-?\d+) \[(?P<pr>-?\d+)\](?: success=\d+)? CPU:(?P<cpu>\d+)\s*$"
 )
 _FIELD = re.compile(r"(\w+)=(-?\w+)")
 STACK_HEADER = "<stack trace>"
@@ -44,6 +59,11 @@ class Event:
     name: str
     body: str
     stack: list[str] | None = None
+    #: Its line in the trace text (1 is the first).
+    line: int = 0
+    #: The running task's thread group, when the trace prints it (``record-tgid``, perf's
+    #: ``pid/tid``).
+    tgid: int | None = None
 
     def int(self, key: str) -> int:
         """A numeric field of the event's body (``pid=12`` → 12)."""
@@ -52,14 +72,44 @@ class Event:
             raise ValueError(f"{self.name} at {self.ts} ns has no field {key}: {self.body}")
         return int(m[1])
 
+    def text(self, key: str) -> str:
+        """A text field of the event's body, up to the next field (``comm=kworker/0:1 pid=9``
+        → ``kworker/0:1``; a comm may hold spaces)."""
+        m = re.search(rf"(?:^|\s){key}=(.*?)(?=\s+\w+=|\s+==>|$)", self.body)
+        if m is None:
+            raise ValueError(f"{self.name} at {self.ts} ns has no field {key}: {self.body}")
+        return m[1]
 
-def parse_trace(text: str, origin: str = "trace") -> list[Event]:
-    """The events of a tracefs ``trace`` text, in its order; each stack trace is attached to
-    the ``sched_migrate_task`` event that triggered it (the last one on the same CPU)."""
+
+def _plugin_body(name: str, body: str) -> str:
+    """trace-cmd's sched plugin text of a switch or wake-up in the kernel's own form
+    (``prev_comm=… prev_pid=…``); any other body unchanged."""
+    if name == "sched_switch" and (m := _PLUGIN_SWITCH.match(body)):
+        return (
+            f"prev_comm={m['pc']} prev_pid={m['pp']} prev_prio={m['ppr']} prev_state={m['ps']} "
+            f"==> next_comm={m['nc']} next_pid={m['np']} next_prio={m['npr']}"
+        )
+    if name.startswith("sched_wakeup") and (m := _PLUGIN_WAKEUP.match(body)):
+        return f"comm={m['c']} pid={m['p']} prio={m['pr']} target_cpu={m['cpu']}"
+    return body
+
+
+def parse_trace(text: str, origin: str = "trace", strict: bool = False) -> list[Event]:
+    """The events of a trace text, in its order; each stack trace is attached to the
+    ``sched_migrate_task`` event that triggered it (the last one on the same CPU).
+
+    Read: tracefs's ``trace`` file (with or without the ``record-tgid`` column),
+    ``trace-cmd report`` (with or without latency flags; its sched plugin's text of switches
+    and wake-ups is put back in the kernel's form) and ``perf script`` (``sched:`` prefixes
+    dropped). ``strict``: a line of none of these forms, an event without its fields' text, a
+    last line cut short and time going backwards are refused (``InputError`` naming the line);
+    otherwise such lines are skipped."""
     events: list[Event] = []
     awaiting: dict[int, Event] = {}  # CPU → its last migrate event, until its stack is read
     stack: list[str] | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    cut = bool(text) and not text.endswith("\n")
+    for number, line in enumerate(lines, start=1):
         if line.startswith(" => "):
             if stack is not None:
                 stack.append(_function(line[4:]))
@@ -67,24 +117,57 @@ def parse_trace(text: str, origin: str = "trace") -> list[Event]:
         stack = None
         if not line.strip() or line.startswith("#"):
             continue
-        m = _LINE.match(line)
+        m = _LINE.match(line) or _PERF_LINE.match(line)
         if m is None:
             if line.startswith("CPU:") or "LOST" in line:
                 raise InputError(f"{origin}: line {number}: events were lost: {line.strip()}")
+            if strict and not _header(line):
+                what = "cut short" if cut and number == len(lines) else "not a trace event line"
+                raise InputError(f"{origin}: line {number}: {what}: {_shown(line)}")
             continue
         ts = int(m["ts"]) * 1_000_000_000 + int(m["frac"].ljust(9, "0")[:9])
+        if strict and events and ts < events[-1].ts:
+            raise InputError(
+                f"{origin}: line {number}: time goes backwards ({_seconds(ts)} s after "
+                f"{_seconds(events[-1].ts)} s on line {events[-1].line})"
+            )
         cpu, rest = int(m["cpu"]), m["rest"]
         if rest.strip() == STACK_HEADER:
             owner = awaiting.pop(cpu, None)
             if owner is not None:
                 owner.stack = stack = []
             continue
-        name, _, body = rest.partition(": ")
-        event = Event(ts, cpu, int(m["pid"]), m["task"].strip(), name, body)
+        name, sep, body = rest.partition(":")
+        if strict and not sep:
+            raise InputError(f"{origin}: line {number}: no event name: {_shown(line)}")
+        tgid = m["tgid"]
+        event = Event(
+            ts,
+            cpu,
+            int(m["pid"]),
+            m["task"].strip(),
+            name.strip(),
+            _plugin_body(name.strip(), body.strip()),
+            line=number,
+            tgid=int(tgid) if tgid and tgid.isdigit() else None,
+        )
         events.append(event)
         if name == "sched_migrate_task":
             awaiting[cpu] = event
     return events
+
+
+def _header(line: str) -> bool:
+    """A line trace-cmd report prints before its events (``cpus=8``, ``version = 6``)."""
+    return bool(re.fullmatch(r"\s*(cpus=\d+|version\s*=\s*\S+|CPU \d+ is empty)\s*", line))
+
+
+def _shown(line: str) -> str:
+    return repr(line[:80] + ("…" if len(line) > 80 else ""))
+
+
+def _seconds(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
 def _function(text: str) -> str:
