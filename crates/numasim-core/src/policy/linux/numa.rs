@@ -66,8 +66,8 @@
 //!    left to take is quiet until its CPU time passes `node_stamp + scan_period` (its mark,
 //!    set after each tick run in full, cleared by whatever changes those); its tick below the
 //!    mark only notes its CPU time and node. `next_tick_due_ns` gives the first instant a tick
-//!    may have work (now, or when the task's CPU time up to now would pass the mark), for a
-//!    caller that ticks only then.
+//!    may have work (now, or for a quiet single-threaded task when its CPU time up to now
+//!    would pass the mark), for a caller that ticks only then.
 //!
 //! Simplifications (docs/policies/linux-numa.md): every machine is `NUMA_DIRECT` (no
 //! `score_nearby_nodes`, `preferred_group_nid` = the node found); node load is `1024 ×
@@ -752,15 +752,19 @@ impl NumaBalancing {
     }
 
     /// The earliest time (ns) at which the tick of `cpu` may do more than note the running
-    /// task's CPU time and node (step 9): now when the task is not quiet (or not met yet),
-    /// else the instant its CPU time up to now, running on, passes its mark (a tick before it
-    /// finds the task's accounted CPU time at most its CPU time up to now, so still quiet).
-    /// `None` when nothing runs there.
+    /// task's CPU time and node (step 9): now when the task is not quiet (or not met yet), or
+    /// is a thread of a group with others (another's pass gives it faults to take at its next
+    /// tick, and nothing tells its CPU then), else the instant its CPU time up to now, running
+    /// on, passes its mark (a tick before it finds the task's accounted CPU time at most its
+    /// CPU time up to now, so still quiet). `None` when nothing runs there.
     pub fn next_tick_due_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
         let pid = v.current(cpu)?;
-        match self.marks.get(pid).and_then(|m| m.quiet_up_to_ns) {
-            None => Some(v.now),
-            Some(s) => Some(v.now + s.saturating_sub(v.cpu_time_ns(pid)) + 1),
+        let mark = self.marks.get(pid).and_then(|m| m.quiet_up_to_ns);
+        match mark {
+            Some(s) if v.group_threads(self.tasks[&pid].tgid) <= 1 => {
+                Some(v.now + s.saturating_sub(v.cpu_time_ns(pid)) + 1)
+            }
+            _ => Some(v.now),
         }
     }
 
