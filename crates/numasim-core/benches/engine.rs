@@ -39,9 +39,13 @@ fn workload(m: &Machine, spec: &str) -> Workload {
 }
 
 fn run(m: &Machine, b: Builder, w: &Workload) -> u64 {
+    run_with(m, b, w, "linux26")
+}
+
+fn run_with(m: &Machine, b: Builder, w: &Workload, policy: &str) -> u64 {
     let d = b.build(m, &BuildOptions::default());
     let config = EngineConfig::default();
-    numasim_core::run_policy(m, &d, w, "linux26", &config)
+    numasim_core::run_policy(m, &d, w, policy, &config)
         .unwrap()
         .events
 }
@@ -52,6 +56,15 @@ fn run_32_cpus_500_procs(bencher: divan::Bencher, b: Builder) {
     let m = machine(16, 2, vec![2, 2, 2], vec![20, 30, 40, 50]);
     let w = workload(&m, "n=500,kind=cpu,exec=200,arrival=random");
     bencher.bench(|| run(&m, b, &w));
+}
+
+/// The same under the `linux` policy over linux domains, NUMA balancing on and off (it never
+/// acts on 200 ms processes: its scan delay is 1 s of CPU time).
+#[divan::bench(args = ["linux", "linux:numa_balancing=off"])]
+fn run_32_cpus_500_procs_linux(bencher: divan::Bencher, policy: &str) {
+    let m = machine(16, 2, vec![2, 2, 2], vec![20, 30, 40, 50]);
+    let w = workload(&m, "n=500,kind=cpu,exec=200,arrival=random");
+    bencher.bench(|| run_with(&m, Builder::Linux, &w, policy));
 }
 
 /// Balancer-heavy: IO-bound processes wake and sleep, so CPUs go newly idle all the time.

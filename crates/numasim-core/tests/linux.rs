@@ -945,6 +945,40 @@ fn idle_cpus_stop_their_tick_and_the_idle_load_balancer_balances_them() {
 }
 
 #[test]
+fn booted_with_nohz_off_a_busy_cpu_s_timer_waits_for_its_task_s_numa_work() {
+    // Two nodes of 2 CPUs, CPU 0 running task 0 since 0 ns, every CPU keeping its tick
+    // (nohz=off). Its first tick at jiffy 1 (4 ms) meets the task for NUMA balancing and
+    // sets rq->next_balance to jiffy 7 (as above). The task has nothing due before it has run
+    // 1 s, so the CPU's timer is its balancing's, jiffy 7 (28 ms), as with NUMA balancing
+    // off, not the next jiffy; it depends on the running task, so the engine asks again when
+    // another runs (timer_follows_running). Under nohz a busy CPU ticks every jiffy anyway.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 2);
+    let w = testutils::workload(Kind::Cpu, &[100]);
+    let s = Setup::new(m, Builder::Linux, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0);
+    let on = Options {
+        nohz: false,
+        ..Options::default()
+    };
+    let off = Options {
+        numa_balancing: Some(false),
+        ..on
+    };
+    let mut p = Linux::new(&s.ctx(), on);
+    let mut q = Linux::new(&s.ctx(), off);
+    assert!(p.timer_follows_running());
+    assert!(!q.timer_follows_running());
+    assert!(!Linux::new(&s.ctx(), Options::default()).timer_follows_running());
+    sc.at(4 * MS);
+    assert_eq!(tick_event(&mut p, &mut sc, 0), None);
+    assert_eq!(tick_event(&mut q, &mut sc, 0), None);
+    assert_eq!(p.next_balance(0), 7);
+    assert_eq!(p.next_periodic_ns(&sc.view(), 0), Some(28 * MS));
+    assert_eq!(q.next_periodic_ns(&sc.view(), 0), Some(28 * MS));
+}
+
+#[test]
 fn one_numa_level_pass_at_a_time_machine_wide() {
     // Two nodes of 2 CPUs; CPUs 1 and 3 run a task each, CPUs 0 and 2 idle, booted with
     // nohz=off (both balance themselves at their ticks). At jiffy 1 (4 ms) both are due at MC

@@ -629,6 +629,68 @@ fn the_linux_policy_brings_remote_memory_local_only_with_numa_balancing_on() {
     assert!((6500.0..7500.0).contains(&done), "{done}");
 }
 
+#[test]
+fn a_task_s_numa_tick_is_due_when_it_is_new_has_faults_to_take_or_has_run_past_its_stamp() {
+    // CPU 0 runs task 0 since 0 ns. Its CPU was last accounted then: 0 ns accounted, and at
+    // 4 ms 4 ms of CPU time up to now.
+    let s = two_nodes(2, 1);
+    let mut scene = s.scene();
+    scene.put(0, 0, 0, 0);
+    let mut nb = NumaBalancing::new(&s.ctx(), NumaConfig::default());
+    scene.at(4_000_000);
+    assert_eq!(scene.view().accounted_cpu_ns(0), 0);
+    assert_eq!(scene.view().cpu_time_ns(0), 4_000_000);
+    assert_eq!(
+        nb.next_tick_due_ns(&scene.view(), 1),
+        None,
+        "nothing runs on CPU 1"
+    );
+    // Not met yet: its tick is due now (init_numa_balancing at its first tick).
+    assert_eq!(nb.next_tick_due_ns(&scene.view(), 0), Some(4_000_000));
+    // Met (node_stamp 0, period = the 1 s scan delay), with no faults, no preferred node and
+    // no pass to take: nothing is due until its CPU time passes 1 s, 996 ms on as it runs.
+    assert!(nb.task_tick(&scene.view(), 0).is_none());
+    assert_eq!(nb.next_tick_due_ns(&scene.view(), 0), Some(1_000_000_001));
+    scene.at(600_000_000);
+    assert!(nb.task_tick(&scene.view(), 0).is_none());
+    assert_eq!(nb.next_tick_due_ns(&scene.view(), 0), Some(1_000_000_001));
+    // A pass over its group's pages (the group's first scan, due at 4 ms + 1 s) leaves it
+    // faults to take: its tick is due at once.
+    scene.at(1_004_000_000);
+    assert_eq!(nb.scan_pass(&scene.view(), 0), 655_360);
+    assert_eq!(nb.next_tick_due_ns(&scene.view(), 0), Some(1_004_000_000));
+}
+
+#[test]
+fn with_every_tick_kept_numa_balancing_does_what_it_does_under_nohz() {
+    // The lone task above under `linux:nohz=off`, where the busy CPU's timer waits for the
+    // task's NUMA work instead of firing at every jiffy: its first tick, then the ticks at
+    // which its CPU time passes its scan stamp (1 s; then 1 023 ms + the 2 s period). NUMA
+    // balancing does what it does under nohz, where the CPU ticks every jiffy anyway: the same
+    // two passes, faults and page moves, every page brought local.
+    let run = |spec: &str| -> RunResult {
+        let s = two_nodes(2, 1);
+        let mut w = s.w.clone();
+        w.processes[0].demand_ns = 6_000_000_000;
+        let s = Setup::new(s.m.clone(), Builder::Linux, w);
+        let mut policy = numasim_core::policy::by_name(spec, &s.ctx()).unwrap();
+        let mut scene = s.scene();
+        scene.with_pelt();
+        scene.put(0, 0, 2, 0);
+        scene.finish(policy.as_mut()).unwrap()
+    };
+    let on = run("linux:nohz=off");
+    let with_nohz = run("linux");
+    assert_eq!(on.summary.policy_metrics, with_nohz.summary.policy_metrics);
+    let migrated = on
+        .summary
+        .policy_metrics
+        .iter()
+        .find(|(n, _)| n == "numa_pages_migrated")
+        .map(|(_, x)| *x);
+    assert_eq!(migrated, Some(65_536.0));
+}
+
 // ---- properties ------------------------------------------------------------------------------
 
 fn machine() -> impl Strategy<Value = Machine> {

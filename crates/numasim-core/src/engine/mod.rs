@@ -226,6 +226,11 @@ struct State<'a> {
     active_latency_ns: Option<u64>,
     /// Whether PELT signals are kept (`Policy::tracks_pelt`).
     pelt: bool,
+    /// Whether the periodic timer depends on the running process
+    /// (`Policy::timer_follows_running`): asked again when a CPU's running process changes.
+    timer_follows_running: bool,
+    /// Per CPU, the time its periodic timer is armed for (`None`: not armed).
+    timer_at: Vec<Option<u64>>,
     /// The attempts of a quiet periodic balancing (`Policy::quiet_periodic`), kept to reuse.
     quiet: Quiet,
     /// The ns of the tick `w.tick`, `[start, end)` (`set_now`).
@@ -957,6 +962,8 @@ impl<'a> State<'a> {
             slice_tick_ns: 0,
             active_latency_ns: None,
             pelt: false,
+            timer_follows_running: false,
+            timer_at: vec![None; machine.cpus()],
             quiet: Quiet::default(),
             tick_span: (0, config.tick_ns),
             affine: false,
@@ -1086,6 +1093,7 @@ fn drive(
     s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
     s.w.pelt = s.pelt;
+    s.timer_follows_running = policy.timer_follows_running();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
@@ -1514,6 +1522,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             s.leave_node(pid, cpu);
             s.enqueue(pid, cpu);
             s.dispatch(policy, cpu);
+            running_changed(s, policy, cpu);
         }
     } else {
         // Woken early (rate changed since scheduling): schedule again.
@@ -1526,6 +1535,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     s.dispatch(policy, cpu);
     if s.w.cpus[cpu].current.is_some() {
+        running_changed(s, policy, cpu);
         return;
     }
     if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
@@ -1730,6 +1740,7 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
     }
     while let Some(cpu) = s.vacated.pop() {
         s.dispatch(policy, cpu);
+        running_changed(s, policy, cpu);
         if s.w.cpus[cpu].current.is_none() {
             if let Some(attempt) = policy.cpu_idle(&s.view(), cpu).as_ref() {
                 let received = s.apply(Some(cpu), 0, 3, attempt);
@@ -1746,6 +1757,25 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
     }
 }
 
+/// `cpu` started running another process without becoming busy (its timer is not asked again
+/// otherwise): when the policy's timer follows the running process
+/// (`Policy::timer_follows_running`), the timer is set again if the policy now wants it
+/// earlier (never later: the timer set fires, and the policy is asked again then).
+#[inline]
+fn running_changed(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
+    if !s.timer_follows_running || s.w.cpus[cpu].current.is_none() {
+        return;
+    }
+    // Only ever earlier: a timer already set fires, and the policy is asked then.
+    let Some(next) = policy.next_periodic_ns(&s.view(), cpu) else {
+        return;
+    };
+    let next = next.max((s.w.tick + 1) * s.w.config.tick_ns);
+    if s.timer_at[cpu].is_none_or(|at| next < at) {
+        arm_balance_timer(s, cpu, Some(next));
+    }
+}
+
 fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     let next = policy.next_periodic_ns(&s.view(), cpu);
     arm_balance_timer(s, cpu, next);
@@ -1755,10 +1785,12 @@ fn refresh_balance_timer(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId)
 /// it had.
 fn arm_balance_timer(s: &mut State<'_>, cpu: CpuId, next: Option<u64>) {
     s.w.cpus[cpu].balance_gen += 1;
+    s.timer_at[cpu] = None;
     if let Some(t) = next {
         // Balancing runs from the tick: never at the current instant again.
         let tick = s.w.config.tick_ns;
         let t = t.max((s.w.tick + 1) * tick);
+        s.timer_at[cpu] = Some(t);
         let gen = s.w.cpus[cpu].balance_gen;
         // On a tick (as every shipped policy's) and within its window: the wheel, with the
         // sequence number the heap would have given it.

@@ -9,7 +9,8 @@
 //!          ── first_touch_node(view, pid, cpu) ─────────────► node       (page placement)
 //!          ── cpu_idle(view, cpu) ──────────────────────────► Attempt    (before newly-idle)
 //!          ── process_held(view, pid) ──────────────────────► Attempt    (after a None placement)
-//!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU)
+//!          ── next_periodic_ns(view, cpu) ──────────────────► time       (timer on each CPU;
+//!             asked again when another process runs there if timer_follows_running())
 //!          ── quiet_periodic(view, cpu) at that timer ──────► true + costs (decided nothing)
 //!          ── or tick(view, cpu) at that timer, first ──────► Attempt    (per-task tick work)
 //!          ── kick(view, cpu) right after ──────────────────► (other cpu, when): an interrupt
@@ -226,6 +227,16 @@ pub trait Policy: Send {
 
     /// When `cpu` next wants its periodic balancing (absolute ns), given its current state.
     fn next_periodic_ns(&self, view: &View<'_>, cpu: CpuId) -> Option<u64>;
+
+    /// Whether [`Policy::next_periodic_ns`] depends on which process runs on the CPU (e.g. a
+    /// timer at the instant the running process's per-task tick work is due, from
+    /// [`View::cpu_time_ns`]): then the engine asks it again whenever a CPU starts running
+    /// another process, and sets the timer again if the answer moved. Otherwise it is asked
+    /// after the CPU's periodic event and when the CPU becomes busy or idle. Read once, when
+    /// the run starts. Default: false.
+    fn timer_follows_running(&self) -> bool {
+        false
+    }
 
     /// The levels whose periodic balancing on `cpu` may be due: bit `l` for level `l`. Asked
     /// once at each periodic balancing, before any level; the engine then asks `balance` only

@@ -360,6 +360,31 @@ impl View<'_> {
         }
     }
 
+    /// `pid`'s time on a CPU up to now: [`ProcInfo::cpu_ns`] (accounted up to the last event
+    /// of its CPU) and, while it runs, the time since (the kernel's `update_curr` before a
+    /// tick reads `sum_exec_runtime`). Stalls on its CPU count, as in `cpu_ns`.
+    pub fn cpu_time_ns(&self, pid: Pid) -> u64 {
+        let p = &self.procs[pid];
+        let accounted: u64 = p.run_ns_by_node.iter().map(|(_, ns)| ns).sum();
+        let c = &self.cpus[p.cpu];
+        if c.current == Some(pid) {
+            accounted + self.now.saturating_sub(c.acct_ns)
+        } else {
+            accounted
+        }
+    }
+
+    /// `pid`'s time on a CPU up to the last accounting of its CPU: [`ProcInfo::cpu_ns`]
+    /// without the rest of [`View::proc`].
+    #[inline]
+    pub fn accounted_cpu_ns(&self, pid: Pid) -> u64 {
+        self.procs[pid]
+            .run_ns_by_node
+            .iter()
+            .map(|(_, ns)| ns)
+            .sum()
+    }
+
     /// Threads of group `tgid` that are runnable or running on `node` (kept incrementally: O(1)
     /// for multithreaded groups).
     pub fn group_threads_on_node(&self, tgid: usize, node: usize) -> u32 {

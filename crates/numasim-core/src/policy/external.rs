@@ -522,6 +522,10 @@ impl Policy for External {
         self.base.tracks_pelt()
     }
 
+    fn timer_follows_running(&self) -> bool {
+        self.base.timer_follows_running()
+    }
+
     fn global_period_ns(&self) -> Option<u64> {
         self.hooks
             .period_ns

@@ -817,13 +817,28 @@ impl Policy for Linux {
         // domains: on_null_domain).
         let balance = balances.then(|| self.cpu[cpu].next_balance.max(next_tick));
         // With NUMA balancing a CPU running a task ticks every jiffy (`task_tick_numa` in
-        // `sched_tick`).
-        let tick = (self.numa.is_some() && busy).then_some(next_tick);
+        // `sched_tick`), but a tick before its work is due only notes the task's CPU time and
+        // node: with nohz=off the timer waits for the first tick at which it may do more
+        // (numa.rs, step 9; asked again when another task runs: timer_follows_running). A CPU
+        // without balancing domains under nohz keeps every busy tick.
+        let tick = match &self.numa {
+            Some(n) if !self.nohz.enabled => n
+                .next_tick_due_ns(view, cpu)
+                .map(|t| t.div_ceil(self.jiffy_ns).max(next_tick)),
+            Some(_) => busy.then_some(next_tick),
+            None => None,
+        };
         balance
             .into_iter()
             .chain(tick)
             .min()
             .map(|j| j * self.jiffy_ns)
+    }
+
+    /// With NUMA balancing and every CPU's tick kept (`nohz=off`), the timer of a CPU running
+    /// a task is its NUMA tick's, which depends on the task.
+    fn timer_follows_running(&self) -> bool {
+        self.numa.is_some() && !self.nohz.enabled
     }
 
     fn kick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<(CpuId, u64)> {

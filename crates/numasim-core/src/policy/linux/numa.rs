@@ -62,6 +62,12 @@
 //!    hysteresis, `load_too_imbalanced`).
 //! 8. A task found on another node than at its last tick had its period reset as the kernel's
 //!    `update_scan_period` does on cross-node migrations.
+//! 9. When the tick has work: a task with no faults, no preferred node and no pass of its group
+//!    left to take is quiet until its CPU time passes `node_stamp + scan_period` (its mark,
+//!    set after each tick run in full, cleared by whatever changes those); its tick below the
+//!    mark only notes its CPU time and node. `next_tick_due_ns` gives the first instant a tick
+//!    may have work (now, or for a quiet single-threaded task when its CPU time up to now
+//!    would pass the mark), for a caller that ticks only then.
 //!
 //! Simplifications (docs/policies/linux-numa.md): every machine is `NUMA_DIRECT` (no
 //! `score_nearby_nodes`, `preferred_group_nid` = the node found); node load is `1024 ×
@@ -297,8 +303,6 @@ pub struct TaskNuma {
     pub migrate_retry_ns: u64,
     /// Whether it joined its group's `numa_group` (at its first shared fault).
     pub in_group: bool,
-    last_cpu_ns: u64,
-    last_node: usize,
     last_pass: u64,
     last_fault_node: Option<usize>,
     /// `(wall, cpu)` ns at the last placement (`last_task_numa_placement`,
@@ -364,6 +368,19 @@ struct Env {
     tasks: u32,
 }
 
+/// What a task's tick reads first: its CPU time and node at its last tick, and until when its
+/// tick has nothing else to do (step 9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct TickMark {
+    last_cpu_ns: u64,
+    last_node: usize,
+    /// `Some(s)`: the task has no faults, no preferred node and no pass it has not taken, so
+    /// its tick only notes its CPU time and node while that CPU time is at most `s`
+    /// (`node_stamp + scan_period`, when `task_tick_numa` first acts). `None`: not met yet, or
+    /// its next tick runs in full.
+    quiet_up_to_ns: Option<u64>,
+}
+
 /// Automatic NUMA balancing: per-task and per-group fault statistics, scan state, preferred
 /// nodes and counters.
 #[derive(Debug, Clone)]
@@ -374,6 +391,8 @@ pub struct NumaBalancing {
     node_cpus: Vec<Vec<CpuId>>,
     tick_ns: u64,
     tasks: BTreeMap<Pid, TaskNuma>,
+    /// By pid: what each task's tick reads first (step 9).
+    marks: Vec<TickMark>,
     mms: BTreeMap<usize, MmNuma>,
     groups: BTreeMap<usize, GroupFaults>,
     stats: NumaStats,
@@ -471,6 +490,7 @@ impl NumaBalancing {
             node_cpus,
             tick_ns: ctx.config.tick_ns,
             tasks: BTreeMap::new(),
+            marks: Vec::new(),
             mms: BTreeMap::new(),
             groups: BTreeMap::new(),
             stats: NumaStats::default(),
@@ -516,6 +536,7 @@ impl NumaBalancing {
 
     /// Ends the group's scan of its address space (`reset_ptenuma_scan`): a new `scan_seq`.
     pub fn reset_scan(&mut self, tgid: usize) {
+        self.unmark(tgid);
         if let Some(mm) = self.mms.get_mut(&tgid) {
             mm.scan_seq += 1;
             mm.offset_pages = 0;
@@ -613,8 +634,6 @@ impl NumaBalancing {
             locality: [0; 3],
             migrate_retry_ns: 0,
             in_group: false,
-            last_cpu_ns: info.cpu_ns,
-            last_node: v.machine.cpu_node(info.cpu),
             last_pass: 0,
             last_fault_node: None,
             last_placement: None,
@@ -644,6 +663,14 @@ impl NumaBalancing {
             }
         }
         self.tasks.insert(pid, t);
+        if self.marks.len() <= pid {
+            self.marks.resize(pid + 1, TickMark::default());
+        }
+        self.marks[pid] = TickMark {
+            last_cpu_ns: info.cpu_ns,
+            last_node: v.machine.cpu_node(info.cpu),
+            quiet_up_to_ns: None,
+        };
     }
 
     /// The scheduler tick of `cpu` for the task running there (`task_tick_numa`, and the
@@ -651,24 +678,32 @@ impl NumaBalancing {
     /// tasks, and the work done (charged to `cpu`).
     pub fn task_tick(&mut self, v: &View<'_>, cpu: CpuId) -> Option<Attempt> {
         let pid = v.current(cpu)?;
-        self.ensure(v, pid);
         let node = v.machine.cpu_node(cpu);
-        let cpu_ns = v.proc(pid).cpu_ns;
+        let cpu_ns = v.accounted_cpu_ns(pid);
+        // Step 9: a quiet task's tick notes its CPU time and node, and nothing else is due.
+        if let Some(m) = self.marks.get_mut(pid) {
+            if m.quiet_up_to_ns.is_some_and(|s| cpu_ns <= s) {
+                m.last_cpu_ns = cpu_ns;
+                m.last_node = node;
+                return None;
+            }
+        }
+        self.ensure(v, pid);
         let mut out = Attempt::default();
         let tgid;
         {
+            let m = &mut self.marks[pid];
+            let dcpu = cpu_ns.saturating_sub(m.last_cpu_ns);
+            m.last_cpu_ns = cpu_ns;
+            let moved_from = std::mem::replace(&mut m.last_node, node);
             let t = self.tasks.get_mut(&pid).expect("ensured");
             tgid = t.tgid;
-            let dcpu = cpu_ns.saturating_sub(t.last_cpu_ns);
-            t.last_cpu_ns = cpu_ns;
             if let Some(p) = t.preferred {
                 self.stats.cpu_ns_with_preferred += dcpu;
                 if p == node {
                     self.stats.cpu_ns_on_preferred += dcpu;
                 }
             }
-            let moved_from = t.last_node;
-            t.last_node = node;
             if moved_from != node {
                 self.update_scan_period(v, pid, moved_from, node);
             }
@@ -694,14 +729,50 @@ impl NumaBalancing {
             }
         }
         self.stats.cost_ns += out.work_ns;
+        self.mark_quiet(pid);
         let acted = out.work_ns > 0 || !out.moves.is_empty() || !out.pages.is_empty();
         acted.then_some(out)
+    }
+
+    /// Sets `pid`'s mark after a tick run in full (step 9): quiet up to its next scan by CPU
+    /// time when it has no faults, no preferred node and no pass of its group left to take.
+    fn mark_quiet(&mut self, pid: Pid) {
+        let t = &self.tasks[&pid];
+        let mm = &self.mms[&t.tgid];
+        let quiet = !t.has_faults && t.preferred.is_none() && mm.pass <= t.last_pass;
+        self.marks[pid].quiet_up_to_ns =
+            quiet.then(|| t.node_stamp_ns + t.scan_period_ms * 1_000_000);
+    }
+
+    /// Runs `pid`'s next tick in full (its state changed outside its tick).
+    fn unmark(&mut self, pid: Pid) {
+        if let Some(m) = self.marks.get_mut(pid) {
+            m.quiet_up_to_ns = None;
+        }
+    }
+
+    /// The earliest time (ns) at which the tick of `cpu` may do more than note the running
+    /// task's CPU time and node (step 9): now when the task is not quiet (or not met yet), or
+    /// is a thread of a group with others (another's pass gives it faults to take at its next
+    /// tick, and nothing tells its CPU then), else the instant its CPU time up to now, running
+    /// on, passes its mark (a tick before it finds the task's accounted CPU time at most its
+    /// CPU time up to now, so still quiet). `None` when nothing runs there.
+    pub fn next_tick_due_ns(&self, v: &View<'_>, cpu: CpuId) -> Option<u64> {
+        let pid = v.current(cpu)?;
+        let mark = self.marks.get(pid).and_then(|m| m.quiet_up_to_ns);
+        match mark {
+            Some(s) if v.group_threads(self.tasks[&pid].tgid) <= 1 => {
+                Some(v.now + s.saturating_sub(v.cpu_time_ns(pid)) + 1)
+            }
+            _ => Some(v.now),
+        }
     }
 
     /// A scan pass by `pid` now, if its group's next scan is due (`task_numa_work`, without
     /// the tick's CPU-time trigger); returns its cost (ns).
     pub fn scan_pass(&mut self, v: &View<'_>, pid: Pid) -> u64 {
         self.ensure(v, pid);
+        self.unmark(pid);
         let cost = self.task_numa_work(v, pid);
         self.stats.cost_ns += cost;
         cost
@@ -712,6 +783,7 @@ impl NumaBalancing {
     /// their cost.
     pub fn hinting_faults(&mut self, v: &View<'_>, pid: Pid) -> Option<Attempt> {
         self.ensure(v, pid);
+        self.unmark(pid);
         let mut out = Attempt::default();
         self.take_faults(v, pid, v.proc(pid).cpu, &mut out);
         self.stats.cost_ns += out.work_ns;
@@ -757,6 +829,13 @@ impl NumaBalancing {
         let marked = window_pages.min(footprint - start);
         mm.offset_pages = start + marked;
         mm.pass += 1;
+        // Every thread of the group has this pass's faults to take at its next tick.
+        for other in tgid..tgid + v.group_threads(tgid).max(1) {
+            if let Some(m) = self.marks.get_mut(other) {
+                m.quiet_up_to_ns = None;
+            }
+        }
+        let mm = self.mms.get_mut(&tgid).expect("met");
         mm.marked = marked as f64 / footprint as f64;
         if mm.offset_pages >= footprint {
             mm.scan_seq += 1;
@@ -918,6 +997,7 @@ impl NumaBalancing {
         local: bool,
     ) -> Option<Attempt> {
         self.ensure(v, pid);
+        self.unmark(pid);
         let cpu_node = v.machine.cpu_node(v.proc(pid).cpu);
         self.tasks.get_mut(&pid).expect("met").has_faults = true;
         // First accesses are private; another task's make the task join its group.
@@ -978,6 +1058,7 @@ impl NumaBalancing {
     /// `task_numa_placement`: once per new `scan_seq` of its group, decays and folds the
     /// buffered faults, sets the preferred node and updates the scan period.
     pub fn task_numa_placement(&mut self, v: &View<'_>, pid: Pid) {
+        self.unmark(pid);
         let tgid = self.tasks[&pid].tgid;
         let seq = self.mms.get(&tgid).map_or(0, |m| m.scan_seq);
         if self.tasks[&pid].scan_seq == seq {
@@ -1080,6 +1161,7 @@ impl NumaBalancing {
     /// `numa_migrate_preferred`: sets the retry time and, off the preferred node, tries
     /// `task_numa_migrate`.
     pub fn numa_migrate_preferred(&mut self, v: &View<'_>, pid: Pid) -> Option<Attempt> {
+        self.unmark(pid);
         let t = self.tasks.get_mut(&pid)?;
         let preferred = t.preferred?;
         if !t.has_faults {
@@ -1145,6 +1227,7 @@ impl NumaBalancing {
     /// `task_numa_migrate`: a CPU for `pid` on its preferred node (or another that improves
     /// it), as a move to an idle CPU or a swap with the task running there.
     pub fn task_numa_migrate(&mut self, v: &View<'_>, pid: Pid) -> Option<Attempt> {
+        self.unmark(pid);
         let src_cpu = v.proc(pid).cpu;
         let src_nid = v.machine.cpu_node(src_cpu);
         let with_cpus = (0..self.nodes)
