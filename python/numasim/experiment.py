@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import multiprocessing
 import os
@@ -947,6 +948,10 @@ class _executor:
     def stop(self) -> None:
         """Cancels what has not finished and stops the workers without waiting for them."""
         if self.client is not None:
+            # Closing the connection under Dask's reads makes tornado and distributed log
+            # tracebacks (StreamClosedError) after the command's own line: the stop is ours.
+            for name in ("tornado", "distributed"):
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
             self.ex.shutdown(wait=False)  # Dask cancels the pending futures
             return
         # concurrent.futures has no public way to end running workers (3.14 adds
