@@ -950,8 +950,12 @@ class _executor:
         if self.client is not None:
             # Closing the connection under Dask's reads makes tornado and distributed log
             # tracebacks (StreamClosedError) after the command's own line: the stop is ours.
-            for name in ("tornado", "distributed"):
-                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+            # (distributed's configuration sets levels on child loggers such as
+            # tornado.application, so each is silenced, not only the parents.)
+            known = list(logging.root.manager.loggerDict)
+            for name in ["tornado", "distributed", *known]:
+                if name.split(".")[0] in ("tornado", "distributed"):
+                    logging.getLogger(name).setLevel(logging.CRITICAL + 1)
             self.ex.shutdown(wait=False)  # Dask cancels the pending futures
             return
         # concurrent.futures has no public way to end running workers (3.14 adds
