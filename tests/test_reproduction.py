@@ -67,7 +67,9 @@ def reproduced(tmp_path_factory):
     page.parent.mkdir()
     args = ["reproduce", str(tiny(d)), "--out", str(out), "--jobs", "1", "--ablate",
             "--report", str(page)]  # fmt: skip
-    assert main(args) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_DATA_HOME", str(d / "data"))  # no fitted profile of the user's
+        assert main(args) == 0
     return tiny(d), out, page
 
 
@@ -119,7 +121,10 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
              "exec": (at(exec="total"), "origin-aware"),
              "cost": (at(cost="paper"), "origin-aware"),
              "si": (base, "origin-aware:si=all")}  # fmt: skip
-    assert {s for s, _, _ in tat} == {base, *(s for s, _ in flips.values())}
+    # Besides the flips, the report's profile table ran the paper profile (kernel26 is the
+    # file's own setting, reused).
+    paper = at(slice="work", wake="idlest")
+    assert {s for s, _, _ in tat} == {base, paper, *(s for s, _ in flips.values())}
     rows = pd.read_csv(out / "ablation.csv")
     for r in rows.itertuples():
         setting, policy = flips[r.assumption]
@@ -269,3 +274,53 @@ def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path)
         "(runs already stored, and the cells a choice leaves as they are, are reused)"
     )
     assert "ablation: computed 72, reused 0" in r.out
+
+
+def _profiles_page(run, d: Path, fitted: bool) -> str:
+    path = d / "tiny-repro.toml"
+    rows = ROWS.rsplit(", {", 1)[0]  # n = 20 and 40 only
+    path.write_text(TINY.format(rows=rows).replace("replications = 3", "replications = 2")
+                    .replace("n = [20, 40, 60]", "n = [20, 40]"))  # fmt: skip
+    if fitted:
+        f = d / "data" / "numasim" / "fitted" / "tiny-repro.json"
+        f.parent.mkdir(parents=True)
+        assume = "kernel26,slice=work,wake=idlest,cost=paper"
+        f.write_text(json.dumps({"schema": "numasim fitted profile 1",
+                                 "name": "fitted:tiny-repro", "m": None,
+                                 "assume": assume}))  # fmt: skip
+    page = d / "r.html"
+    r = run("reproduce", path, "--out", d / "out", "--jobs", "1", "--report", page)
+    assert r.code == 0, r.err
+    names = "paper, kernel26, fitted:tiny-repro" if fitted else "paper, kernel26"
+    assert (f"--report also runs the experiment under each profile it compares with the "
+            f"published table ({names})") in r.err  # fmt: skip
+    return page.read_text()
+
+
+@pytest.mark.parametrize("fitted", [False, True])
+def test_the_report_sets_the_published_table_beside_each_profile(run, tmp_path, monkeypatch,
+                                                                 fitted):  # fmt: skip
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    text = _profiles_page(run, tmp_path, fitted)
+    section = text.split("<h2>Published vs numasim under each profile</h2>")[1]
+    section = section.split("<h2>")[0]
+    assert "<h3>hp-superdome-4 · io</h3>" in section
+    for col in ("paper gain %", "kernel26 gain %", "published gain %", "published baseline"):
+        assert col in section
+    assert ("fitted:tiny-repro gain %" in section) is fitted
+    reading = section.split("<h3>Reading</h3>")[1]
+    assert "under paper: SIGN" in reading and "under kernel26: SIGN" in reading
+    assert ("under fitted:tiny-repro: SIGN" in reading) is fitted
+    # Every column's setting ran into the one store; the fitted one (the paper profile's
+    # slice and wake with cost=paper: three flips at once) is made by no other run.
+    db = sqlite3.connect(tmp_path / "out" / "results.sqlite")
+    settings = {json.dumps(json.loads(k)["assumptions"], sort_keys=True)
+                for (k,) in db.execute("SELECT key_json FROM runs")}  # fmt: skip
+    db.close()
+    cols = reproduction.profile_columns(ex.load(tmp_path / "tiny-repro.toml"))
+    assert [c.label for c in cols] == ["paper", "kernel26"] + ["fitted:tiny-repro"] * fitted
+    for c in cols:
+        assert json.dumps(c.exp.assumptions, sort_keys=True) in settings
+    both = [s for s in settings if '"slice": "work"' in s and '"wake": "idlest"' in s
+            and '"cost": "paper"' in s]  # fmt: skip
+    assert bool(both) is fitted

@@ -571,6 +571,17 @@ def _ablation_notice(exp, asked: bool) -> str:
     )
 
 
+def _profiles_notice(exp, profiles) -> str:
+    """What the profile table adds to the runs asked for, said before anything runs."""
+    asked_runs = len(exp.cells()) * len(exp.variants) * exp.replications
+    names = ", ".join(c.label for c in profiles)
+    return (
+        f"--report also runs the experiment under each profile it compares with the published "
+        f"table ({names}): up to {_count(len(profiles) * asked_runs)} runs, the ones already "
+        "stored (this run's own setting among them) reused"
+    )
+
+
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
                     fresh: bool, ablate: bool = False,
                     report_file: str | None = None) -> None:  # fmt: skip
@@ -585,6 +596,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         _check_writable(report_file, "--report")  # before the sweep, not after it
     if ablate or report_file:
         click.echo(_ablation_notice(exp, ablate), err=True)
+    profiles = reproduction.profile_columns(exp) if report_file else []
+    if profiles:
+        click.echo(_profiles_notice(exp, profiles), err=True)
     with _progress() as bar:
         task = bar.add_task(exp.name, total=None)
 
@@ -646,12 +660,21 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
                                            cluster=cluster, on_progress=flip_progress)  # fmt: skip
         with _writing(out_dir):
             ablation_files = reproduction.write_ablation(out_dir, exp, ablation)
+    if profiles:
+        with _progress() as bar:
+
+            def profile_progress(label: str):
+                task = bar.add_task(f"{exp.name} under {label}", total=None)
+                return lambda done, total: bar.update(task, completed=done, total=total)
+
+            reproduction.run_profiles(profiles, out_dir, confidence, jobs=jobs, cluster=cluster,
+                                      on_progress=profile_progress)  # fmt: skip
     if report_file and versus is not None:
         _write(report_file, comparison.html_page(exp, versus, confidence, ablation))
     elif report_file:
         page = reproduction.html_page(exp, summary, gains, confidence,
                                       [f for f in figures if apps is None or f not in apps.figures],
-                                      ablation, ablation_files, apps)  # fmt: skip
+                                      ablation, ablation_files, apps, profiles)  # fmt: skip
         _write(report_file, page)
     if as_json:
         rows = report.json_rows(exp, gains)
@@ -776,7 +799,8 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
               "profile's value and report the gain's change (ablation.csv, figures).")  # fmt: skip
 @click.option("--report", "report_file", default=None, metavar="FILE.html",
               help="Write one self-contained HTML page: setup, assumptions and their sources, "
-              "the published numbers beside numasim's, figures, the ablation (run too) and a "
+              "the published numbers beside numasim's under the paper, kernel26 and (if one "
+              "exists) fitted profiles (run too), figures, the ablation (run too) and a "
               "reading of sign, trend and magnitude.")  # fmt: skip
 @click.option("--extra", is_flag=True,
               help="Also run the file's extra variants (every shipped reproduction: today's "
