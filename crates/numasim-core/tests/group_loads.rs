@@ -175,7 +175,20 @@ fn random_run(
 
 /// linux26 wrapped in [`Checked`] over `w`: the processes that completed, and the checker.
 fn run_checked(m: &Machine, d: &Domains, w: &Workload) -> (usize, Checked) {
-    let config = EngineConfig::default();
+    run_checked_sliced(m, d, w, EngineConfig::default().timeslice_ns)
+}
+
+/// [`run_checked`] with slices of `timeslice_ns`.
+fn run_checked_sliced(
+    m: &Machine,
+    d: &Domains,
+    w: &Workload,
+    timeslice_ns: u64,
+) -> (usize, Checked) {
+    let config = EngineConfig {
+        timeslice_ns,
+        ..EngineConfig::default()
+    };
     let ctx = PolicyContext {
         machine: m,
         domains: d,
@@ -204,6 +217,27 @@ proptest! {
     ) {
         let (m, d, w) = random_run(nodes, cpn, b, n, kind, seed, 60);
         let (done, p) = run_checked(&m, &d, &w);
+        prop_assert_eq!(done, n);
+        prop_assert!(p.checks > 0 || m.cpus() == 1);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Slices of 1 ms, shorter than most processes: a CPU with others waiting puts its running
+    /// process back at its queue's tail at every slice's end, which leaves the kept sums as
+    /// they were (the runqueue's length does not change).
+    #[test]
+    fn kept_sums_are_fresh_sums_through_slice_rotations(
+        nodes in 1usize..4,
+        cpn in 1usize..4,
+        b in 0usize..5,
+        n in 10usize..40,
+        seed in 0u64..1000,
+    ) {
+        let (m, d, w) = random_run(nodes, cpn, b, n, 0, seed, 10);
+        let (done, p) = run_checked_sliced(&m, &d, &w, 1_000_000);
         prop_assert_eq!(done, n);
         prop_assert!(p.checks > 0 || m.cpus() == 1);
     }

@@ -351,12 +351,17 @@ impl<'a> State<'a> {
             .group_loads
             .changed(cpu, &self.w.domains.member_of[cpu], tick, avg.cpu_load, nr);
         if self.w.config.record_trace {
-            let n = self.w.cpus[cpu].nr_running();
-            let rq = &mut self.trace_events.runqueue;
-            match rq.last_mut() {
-                Some(last) if last.0 == self.w.now && last.1 == cpu => last.2 = n,
-                _ => rq.push((self.w.now, cpu, n)),
-            }
+            self.record_rq_len(cpu);
+        }
+    }
+
+    /// Records `cpu`'s runqueue length now (traced runs; the last one at an instant stands).
+    fn record_rq_len(&mut self, cpu: CpuId) {
+        let n = self.w.cpus[cpu].nr_running();
+        let rq = &mut self.trace_events.runqueue;
+        match rq.last_mut() {
+            Some(last) if last.0 == self.w.now && last.1 == cpu => last.2 = n,
+            _ => rq.push((self.w.now, cpu, n)),
         }
     }
 
@@ -480,7 +485,8 @@ impl<'a> State<'a> {
         g.memory.first_touch(pid - tgid, node, g.threads);
     }
 
-    fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
+    /// Puts `pid` at the tail of `cpu`'s queue, the runqueue's length not yet reported.
+    fn queue_tail(&mut self, pid: Pid, cpu: CpuId) {
         self.touch_load(cpu);
         let node = self.w.machine.cpu_node(cpu);
         let tgid = self.w.workload.processes[pid].tgid as usize;
@@ -494,6 +500,10 @@ impl<'a> State<'a> {
         p.state = PState::Runnable;
         p.cpu = cpu;
         self.w.cpus[cpu].queue.push_back(pid);
+    }
+
+    fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
+        self.queue_tail(pid, cpu);
         self.rq_changed(cpu);
         self.pelt_update(pid);
     }
@@ -506,11 +516,40 @@ impl<'a> State<'a> {
 
     /// Stops the running process of `cpu` (it stays on no queue).
     fn take_current(&mut self, cpu: CpuId) -> Pid {
+        let pid = self.stop_current(cpu);
+        self.rq_changed(cpu);
+        pid
+    }
+
+    /// Stops the running process of `cpu` and puts it at the tail of the same CPU's queue (the
+    /// end of a slice with others waiting). The runqueue's length is the same before and
+    /// after, so the groups' load sums and rings are left as they are: taking the process off
+    /// and back would trade the CPU's contribution for the one of a task fewer and back, the
+    /// same integer sums at the same tick (its averages caught up before, as `take_current`
+    /// does). What the two changes would leave behind is kept: a CPU of two tasks passes
+    /// through one, so it counts as becoming overloaded again (`View::overload_events`), and a
+    /// traced run records the length at this instant.
+    fn requeue_current(&mut self, cpu: CpuId) {
+        let pid = self.stop_current(cpu);
+        self.leave_node(pid, cpu);
+        self.queue_tail(pid, cpu);
+        let nr = self.w.cpus[cpu].nr_running();
+        debug_assert!(self.w.overloaded.contains(cpu) == (nr >= 2));
+        if nr == 2 {
+            self.w.overload_events += 1;
+        }
+        if self.w.config.record_trace {
+            self.record_rq_len(cpu);
+        }
+        self.pelt_update(pid);
+    }
+
+    /// What `take_current` does but report the runqueue's new length.
+    fn stop_current(&mut self, cpu: CpuId) -> Pid {
         self.advance(cpu);
         self.touch_load(cpu);
         let pid = self.w.cpus[cpu].current.take().expect("a running process");
         self.w.cpus[cpu].milestone_gen += 1;
-        self.rq_changed(cpu);
         self.w.procs[pid].last_ran_ns = Some(self.w.now);
         if self.w.config.record_trace {
             self.trace.push(Slice {
@@ -1518,9 +1557,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         if s.w.cpus[cpu].queue.is_empty() {
             s.schedule_milestone(cpu);
         } else {
-            let pid = s.take_current(cpu);
-            s.leave_node(pid, cpu);
-            s.enqueue(pid, cpu);
+            s.requeue_current(cpu);
             s.dispatch(policy, cpu);
             running_changed(s, policy, cpu);
         }
