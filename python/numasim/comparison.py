@@ -318,12 +318,9 @@ def html_page(exp: Experiment, c: Comparison, confidence: float, ablation: Any) 
         ["machine"] if len(exp.machines) > 1 else []) + ["verdict"]  # fmt: skip
     wide = {2, len(header) - 1}
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>numasim reproduction · {esc(exp.name)}</title>",
-        f"<style>{reproduction._STYLE}</style>"
-        f"<script>{reproduction.run_report.PAGE_SCRIPT}</script></head><body>",
-        f"<h1>{esc(title)}</h1>",
+        *reproduction.run_report.page_head(
+            f"numasim reproduction · {exp.name}", title, reproduction._STYLE
+        ),
         f'<p class="sub">numasim {esc(__version__)} · {esc(describe(exp.assumptions))}</p>',
         "<h2>The paper's claims</h2>",
         f"<p>Each claim checked with paired replications at "

@@ -828,11 +828,7 @@ def html_page(
     ref_gains = apps.average if apps is not None else None
     title = f"{exp.name}: {report.experiment_title(exp)}"
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>numasim reproduction · {esc(exp.name)}</title>",
-        f"<style>{_STYLE}</style><script>{run_report.PAGE_SCRIPT}</script></head><body>",
-        f"<h1>{esc(title)}</h1>",
+        *run_report.page_head(f"numasim reproduction · {exp.name}", title, _STYLE),
         f'<p class="sub">numasim {esc(__version__)} · {esc(assume.describe(exp.assumptions))}</p>',
         "<h2>Reading</h2>",
         "<ul class='reading'>"

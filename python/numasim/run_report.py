@@ -249,6 +249,19 @@ def apps_plot(record: RunRecord) -> Any:
     return fig
 
 
+def page_head(title: str, heading: str, style: str = PAGE_STYLE) -> list[str]:
+    """The opening lines of every numasim page: the document head with ``title``, the style
+    and the page script, then ``heading`` as its ``h1`` (both escaped here)."""
+    esc = html.escape
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{style}</style><script>{PAGE_SCRIPT}</script></head><body>",
+        f"<h1>{esc(heading)}</h1>",
+    ]
+
+
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
     def cell(tag: str, i: int, v: Any) -> str:
         cls = ' class="num"' if i in numeric else ""
@@ -289,11 +302,7 @@ def html_report(record: RunRecord) -> str:
     far_rows = [[d, c, f"{100 * c / max(1, s['processes']):.1f} %"] for d, c in far_counts(record)]
     far = _table(["distance from origin", "processes", "share"], far_rows, {0, 1, 2})
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>numasim · {esc(title)}</title>",
-        f"<style>{PAGE_STYLE}</style><script>{PAGE_SCRIPT}</script></head><body>",
-        f"<h1>{esc(title)}</h1>",
+        *page_head(f"numasim · {title}", title),
         f'<p class="sub">workload <code>{esc(str(record.workload))}</code>, seed {record.seed};'
         f" numasim {esc(__version__)}<br>{esc(describe(record.assumptions))}</p>",
         "<h2>Summary</h2>",

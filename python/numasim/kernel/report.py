@@ -195,7 +195,7 @@ def html_page(v: Validation, confidence: float = 0.95) -> str:
     """The validation as one HTML page."""
     from numasim import __version__
     from numasim.kernel.compare import KINDS
-    from numasim.run_report import PAGE_SCRIPT, PAGE_STYLE, _figure, _table
+    from numasim.run_report import _figure, _table, page_head
 
     esc = html.escape
     present = {r.metric for r in v.rows() if any(r.kernel) or any(r.sim)}
@@ -209,11 +209,10 @@ def html_page(v: Validation, confidence: float = 0.95) -> str:
              "—" if r.window.vcpu_share is None else f"{r.window.vcpu_share:.0%}",
              r.lost_events] for r in v.runs]  # fmt: skip
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>numasim · validation · {esc(v.machine.name)}</title>",
-        f"<style>{PAGE_STYLE}</style><script>{PAGE_SCRIPT}</script></head><body>",
-        f"<h1>A real kernel beside numasim: {esc(v.machine.name)}</h1>",
+        *page_head(
+            f"numasim · validation · {v.machine.name}",
+            f"A real kernel beside numasim: {v.machine.name}",
+        ),
         f'<p class="sub">{esc(describe(v))}; numasim {esc(__version__)}</p>',
         "<h2>Verdict</h2>",
         f"<p>numasim's mean against the kernel's run-to-run range: {counts['in range']} metrics "

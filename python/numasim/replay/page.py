@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from numasim.run_report import PAGE_SCRIPT, PAGE_STYLE, _figure, _pyplot, _svg, _table
+from numasim.run_report import _figure, _pyplot, _svg, _table, page_head
 
 SCHEDULE_CAPTION = (
     "Each CPU's running tasks over time (one colour per task), the traced run above, numasim's "
@@ -119,11 +119,7 @@ def html_page(
         set(range(9)),
     )  # fmt: skip
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>numasim · {esc(title)}</title>",
-        f"<style>{PAGE_STYLE}</style><script>{PAGE_SCRIPT}</script></head><body>",
-        f"<h1>{esc(title)}</h1>",
+        *page_head(f"numasim · {title}", title),
         f'<p class="sub">{esc(sub)}; numasim {esc(__version__)}</p>',
         "<h2>Differences</h2>",
         paired,
