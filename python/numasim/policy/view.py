@@ -58,23 +58,22 @@ class View:
 
     @property
     def cpus(self) -> Columns:
-        raw = self._raw.cpu_columns() if self._cpus is None else None  # raises once dead
-        if raw is not None:
-            arrays = [np.frombuffer(b, dtype=t) for b, t in zip(raw, _CPU_TYPES, strict=True)]
-            self._cpus = Columns(_CPU_COLUMNS, arrays)
-        else:
-            self._raw.now  # noqa: B018 (raises once dead)
+        self._cpus = self._columns(self._cpus, "cpu_columns", _CPU_COLUMNS, _CPU_TYPES)
         return self._cpus
 
     @property
     def tasks(self) -> Columns:
-        raw = self._raw.task_columns() if self._tasks is None else None  # raises once dead
-        if raw is not None:
-            arrays = [np.frombuffer(b, dtype=t) for b, t in zip(raw, _TASK_TYPES, strict=True)]
-            self._tasks = Columns(_TASK_COLUMNS, arrays)
-        else:
-            self._raw.now  # noqa: B018 (raises once dead)
+        self._tasks = self._columns(self._tasks, "task_columns", _TASK_COLUMNS, _TASK_TYPES)
         return self._tasks
+
+    def _columns(self, kept: Columns | None, fetch: str, names: Any, types: Any) -> Columns:
+        """``kept``, or the columns the core fills (``fetch``: the raw view's method) as NumPy
+        arrays over its buffers; either way the view must still be alive (raises once dead)."""
+        if kept is not None:
+            self._raw.now  # noqa: B018 (raises once dead)
+            return kept
+        raw = getattr(self._raw, fetch)()  # raises once dead
+        return Columns(names, [np.frombuffer(b, dtype=t) for b, t in zip(raw, types, strict=True)])
 
     def queued(self, cpu: int) -> list[int]:
         """The queued (not running) pids of ``cpu``, front (next to run) first."""
