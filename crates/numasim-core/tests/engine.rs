@@ -982,3 +982,47 @@ fn exec_total_cuts_a_wait_that_outlasts_the_execution_time() {
     assert!((r.cpu_ms - 50.0).abs() < 1e-4);
     assert!(r.turnaround_ms > 50.0 + ws[0] / 1e6);
 }
+
+#[test]
+fn a_traced_run_records_each_wake_up_when_its_wait_ends() {
+    // One CPU, an IO-bound process alone (exec=cpu, m = 0): it wakes after each of its waits,
+    // at the sum of the bursts and waits so far, and runs at once (a delay of 0); a CPU-bound
+    // process beside it never sleeps, so never wakes. An untraced run records nothing.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let mut p = testutils::process(0, Kind::Io, 200);
+    p.mem = 0.0;
+    p.seed = 3;
+    let (bs, ws) = draws(&p, 200);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![p],
+    };
+    let traced = EngineConfig {
+        record_trace: true,
+        ..free("exec=cpu")
+    };
+    let r = simulate(&m, Builder::Flat, &w, &traced);
+    let (mut work, mut k) = (0.0, 0);
+    while work + bs[k] < 200e6 {
+        work += bs[k];
+        k += 1;
+    }
+    let wakes = &r.trace_events.wakeups;
+    assert_eq!(wakes.len(), k, "one wake-up per wait");
+    let mut t = 0.0;
+    for (i, &(at, pid)) in wakes.iter().enumerate() {
+        t += bs[i] + ws[i];
+        assert_eq!(pid, 0);
+        assert!((at as f64 - t).abs() <= 100.0 * (i + 1) as f64, "{at} {t}");
+        let next = r.trace.iter().find(|s| s.pid == 0 && s.start_ns >= at).unwrap();
+        assert_eq!(next.start_ns, at, "an idle CPU runs it at once");
+    }
+    let untraced = simulate(&m, Builder::Flat, &w, &free("exec=cpu"));
+    assert!(untraced.trace_events.wakeups.is_empty());
+    assert_eq!(untraced.processes, r.processes, "recording changes nothing");
+    let c = Workload {
+        apps: Vec::new(),
+        processes: vec![testutils::process(0, Kind::Cpu, 20)],
+    };
+    assert!(simulate(&m, Builder::Flat, &c, &traced).trace_events.wakeups.is_empty());
+}

@@ -111,6 +111,11 @@ pub struct TraceEvents {
     /// when it could start (its wait satisfied) to when its work was done.
     #[serde(default)]
     pub segments: Vec<(Pid, u32, u64, u64)>,
+    /// `(time_ns, pid)` for every wake-up of a blocked process (IO done, or released from a
+    /// sync point): when it became runnable again. Its next slice's start less this time is
+    /// the wake-up's delay.
+    #[serde(default)]
+    pub wakeups: Vec<(u64, Pid)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1391,6 +1396,9 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     } else {
         policy.place_wakeup(&s.view(), pid, prev)
     };
+    if s.w.config.record_trace {
+        s.trace_events.wakeups.push((s.w.now, pid));
+    }
     admit(s, policy, pid, cpu);
 }
 
