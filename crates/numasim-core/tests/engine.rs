@@ -1014,7 +1014,11 @@ fn a_traced_run_records_each_wake_up_when_its_wait_ends() {
         t += bs[i] + ws[i];
         assert_eq!(pid, 0);
         assert!((at as f64 - t).abs() <= 100.0 * (i + 1) as f64, "{at} {t}");
-        let next = r.trace.iter().find(|s| s.pid == 0 && s.start_ns >= at).unwrap();
+        let next = r
+            .trace
+            .iter()
+            .find(|s| s.pid == 0 && s.start_ns >= at)
+            .unwrap();
         assert_eq!(next.start_ns, at, "an idle CPU runs it at once");
     }
     let untraced = simulate(&m, Builder::Flat, &w, &free("exec=cpu"));
@@ -1024,5 +1028,8 @@ fn a_traced_run_records_each_wake_up_when_its_wait_ends() {
         apps: Vec::new(),
         processes: vec![testutils::process(0, Kind::Cpu, 20)],
     };
-    assert!(simulate(&m, Builder::Flat, &c, &traced).trace_events.wakeups.is_empty());
+    assert!(simulate(&m, Builder::Flat, &c, &traced)
+        .trace_events
+        .wakeups
+        .is_empty());
 }
