@@ -339,11 +339,12 @@ def test_the_replay_page_loads_in_headless_chromium(tmp_path, capsys):
     args = ["replay", str(HARNESS), "--pids", "256-263", "--report", str(page)]
     assert main(args) == 0
     text = page.read_text()
-    for section in ["Differences", "Schedules", "Waiting", "Migrations", "Tasks"]:
+    for section in ["Differences", "Runs", "Schedules", "Waiting", "Migrations", "Tasks"]:
         assert f"<h2>{section}</h2>" in text
-    assert text.count("<figure><svg") == 2 and '<td>fork</td><td class="num">8</td>' in text
+    assert text.count("<figure><svg") == 3 and '<td>fork</td><td class="num">8</td>' in text
+    assert '<td>1 NUMA</td><td class="num">4</td><td class="num">4</td>' in text
     status = _body_status(_dump_dom(page, tmp_path))
-    assert status == {"loaded": "yes", "figures": "2", "figures-drawn": "2", "errors": "0",
+    assert status == {"loaded": "yes", "figures": "3", "figures-drawn": "3", "errors": "0",
                       "error-list": ""}  # fmt: skip
 
 

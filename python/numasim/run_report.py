@@ -304,7 +304,7 @@ def html_report(record: RunRecord) -> str:
     parts = [
         *page_head(f"numasim · {title}", title),
         f'<p class="sub">workload <code>{esc(str(record.workload))}</code>, seed {record.seed};'
-        f" numasim {esc(__version__)}<br>{esc(describe(record.assumptions))}</p>",
+        f" numasim {esc(__version__)}<br>{esc(_assumptions(record.assumptions))}</p>",
         "<h2>Summary</h2>",
         summary,
         kinds,
@@ -326,6 +326,13 @@ def html_report(record: RunRecord) -> str:
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
+
+
+def _assumptions(resolved: dict[str, str]) -> str:
+    """The modelling assumptions of a simulated run; a real run's schedule has none."""
+    if not resolved:
+        return "a real run's schedule, read from its trace: no modelling assumption"
+    return describe(resolved)
 
 
 def _apps_section(record: RunRecord) -> list[str]:

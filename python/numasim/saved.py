@@ -12,7 +12,9 @@ DIR/events.json   the engine's result as it came: processes, summary, running in
 
 The machine is stored whole (not by name), so a saved run reads back even after a preset
 changes or on a machine without the machine file. A run saved before assumptions were named
-(no "assumptions" field) ran under the kernel26 profile, the only model numasim had then.
+(no "assumptions" field) ran under the kernel26 profile, the only model numasim had then; an
+empty set of assumptions is a real run's schedule read from its trace (``numasim import-trace
+--events``), which no model made.
 
 The digest binds run.json to its events: an edited run.json (another policy named, another
 machine) or an events.json from another run is refused, not drawn under the wrong title. The
@@ -129,9 +131,12 @@ class RunRecord:
                 "(a file was edited, or comes from another run)"
             )
         machine = Machine(_core.Machine.from_info_json(json.dumps(run["machine"]), origin))
-        saved = run.get("assumptions", {})
-        if not isinstance(saved, dict):
+        saved = run.get("assumptions")
+        if saved is not None and not isinstance(saved, dict):
             raise InputError(f"{origin}: field assumptions: must be an object of NAME: VALUE")
-        resolved = assumptions.resolve(saved, f"{origin}: field assumptions")
+        # None: saved before assumptions were named (kernel26's defaults); {}: a real run's
+        # schedule imported from its trace, which no model made.
+        resolved = (assumptions.resolve(saved or {}, f"{origin}: field assumptions")
+                    if saved != {} else {})  # fmt: skip
         return cls(machine, run["policy"], run["domains"], run["workload"], run["seed"],
                    texts[EVENTS_FILE], resolved, str(out / EVENTS_FILE))  # fmt: skip

@@ -157,9 +157,9 @@ class Result:
         import pandas as pd
 
         procs = pd.DataFrame(self.raw["processes"])
-        # The kinds the run reports: `affinity`, the last, only for a workload with affinities.
-        reported = len(self.raw["summary"]["migrations_by_kind"])
-        for i, kind in enumerate(_core.migration_kinds()[:reported]):
+        # The kinds the run reports, named by its summary (`affinity` only for a workload with
+        # affinities; a trace's real schedule names the kernel's kinds).
+        for i, (kind, _) in enumerate(self.raw["summary"]["migrations_by_kind"]):
             procs[f"migrations_{kind}"] = procs["migrations_by_kind"].map(lambda v, i=i: v[i])
         return procs.drop(columns=["migrations_by_kind"])
 

@@ -15,6 +15,10 @@ from typing import Any
 from numasim import _core
 from numasim.machine import Machine
 
+#: Migration kinds that place a process where it first runs (numasim's, and the kernel's in a
+#: trace's real schedule): not moves after it first ran.
+PLACEMENTS = frozenset({"placement", "fork"})
+
 
 def trace_text(
     machine: Machine,
@@ -67,7 +71,7 @@ def process_traces(machine: Machine, raw: dict[str, Any], count: int) -> str:
     says what those words mean on this machine."""
     moves: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for m in migration_table(machine, raw):
-        if m["kind"] != "placement":
+        if m["kind"] not in PLACEMENTS:
             moves[m["pid"]].append(m)
     procs = {p["pid"]: p for p in raw["processes"]}
     nearest = machine.mals[1] if len(machine.mals) > 1 else None

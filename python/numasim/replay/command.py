@@ -35,10 +35,14 @@ def _pids(text: str | None) -> set[int] | None:
               help="Memory intensity of every process (the trace cannot tell it).")  # fmt: skip
 @click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
               help="Seed of the processes' burst and wait draws.")  # fmt: skip
+@click.option("--events", "events_dir", default=None,
+              help="Also save the real schedule as numasim's run events in this directory, as "
+              "run --out saves a run (numasim trace DIR --report FILE reads it).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the import's summary as JSON.")
 def import_trace_command(
     trace_path: str,
     out: str | None,
+    events_dir: str | None,
     machine_spec: str | None,
     pids: str | None,
     comm: str | None,
@@ -60,6 +64,9 @@ def import_trace_command(
     if out is not None and Path(out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"{out}: a workload file must end in .csv or .json")
     if files.text.lstrip().startswith("{"):  # an rt-app description
+        if events_dir is not None:
+            raise InputError(f"{files.origin}: an rt-app description has no schedule: "
+                             "--events needs a trace")  # fmt: skip
         _import_rtapp(files, out, seed)
         return
     machine = _machine(files, machine_spec)
@@ -69,6 +76,11 @@ def import_trace_command(
     workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
     if out is not None:
         workload.save(out)
+    if events_dir is not None:
+        from numasim.replay import events
+
+        events.save(imported, machine, workload, _label(trace_path, pids, comm), seed,
+                    events_dir)  # fmt: skip
     summary = _summary(imported, machine)
     if as_json:
         click.echo(json.dumps(summary, indent=1))
@@ -79,6 +91,7 @@ def import_trace_command(
         f"{files.origin}: {len(procs)} processes ({io} io, {len(procs) - io} cpu) on "
         f"{machine.name or 'the machine'} ({machine.cpus} CPUs)"
         + (f", written to {out}" if out else "")
+        + (f"; the real schedule saved as run events in {events_dir}" if events_dir else "")
     )
     left = summary["left_out"]
     click.echo(
@@ -95,6 +108,12 @@ def import_trace_command(
         )
     for note in imported.notes:
         click.echo(f"note: {note}")
+
+
+def _label(trace_path: str, pids: str | None, comm: str | None) -> str:
+    """What a saved real schedule names as its workload: the trace and the selection."""
+    chosen = [f"--pids {pids}" if pids else "", f"--comm {comm}" if comm else ""]
+    return " ".join([f"trace {Path(trace_path).name}", *filter(None, chosen)])
 
 
 def _import_rtapp(files, out: str | None, seed: int) -> None:
@@ -193,6 +212,9 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--report", "report_file", default=None,
               help="Also write both schedules and their differences as an HTML page.")  # fmt: skip
+@click.option("--events", "events_dir", default=None,
+              help="Also save both schedules as numasim's run events: DIR/real and "
+              "DIR/simulated, as run --out saves a run (numasim trace reads each).")  # fmt: skip
 def replay_command(
     trace_path: str,
     machine_spec: str | None,
@@ -206,15 +228,17 @@ def replay_command(
     confidence: float,
     as_json: bool,
     report_file: str | None,
+    events_dir: str | None,
 ) -> None:
     """Replay a trace's threads under a policy and put the simulated schedule beside the real
-    one, task by task: run time, waiting, turnaround, migrations by kind and distance, CPU time
-    per node; paired differences with intervals and distribution distances of waiting times
-    (docs/workloads.md, "Replaying a real trace")."""
+    one, task by task: run time, waiting, delay per wake-up, turnaround, migrations by kind,
+    distance and domain level, CPU time per node; paired differences with intervals and
+    distribution distances of waiting times and wake-up delays (docs/workloads.md, "Replaying
+    a real trace")."""
     from numasim import _core, replay
     from numasim.machine import Machine
-    from numasim.replay import compare
-    from numasim.sim import Workload, simulate
+    from numasim.replay import compare, events
+    from numasim.sim import Workload, default_domains, simulate
 
     if assume is not None:
         from numasim.assumptions import resolve
@@ -243,9 +267,21 @@ def replay_command(
         title = f"{Path(trace_path).name} · {policy} on {machine.name} · {len(real)} tasks"
         sub = f"traced on {(traced or machine).name}; replay seed {seed}"
         real_spans, sim_spans = page.spans(imported, traced or machine, result.raw, machine)
+        real_raw = events.real_run(imported, traced or machine)
         Path(report_file).write_text(
-            page.html_page(title, sub, summary, real, sim, pids_traced, real_spans, sim_spans)
-        )
+            page.html_page(title, sub, summary, real, sim, pids_traced, real_spans, sim_spans,
+                           real_raw, result.raw)
+        )  # fmt: skip
+    if events_dir is not None:
+        from numasim.cli import _save_run
+        from numasim.saved import RunRecord
+
+        label = _label(trace_path, pids, comm)
+        events.save(imported, traced or machine, workload, label, seed,
+                    Path(events_dir) / "real")  # fmt: skip
+        domains = default_domains(policy, "--policy")
+        record = RunRecord.of(machine, policy, domains, label, seed, result)
+        _save_run(record, result, workload, Path(events_dir) / "simulated")
     if as_json:
         out = {"policy": policy, "machine": machine.name, "traced_pids": pids_traced, **summary,
                "real": real, "sim": sim}  # fmt: skip
@@ -256,3 +292,6 @@ def replay_command(
         f"{machine.name or 'the machine'} (seed {seed})"
     )
     click.echo(compare.text(summary, real, sim, pids_traced))
+    if events_dir is not None:
+        click.echo(f"both schedules saved as run events in {events_dir}/real and "
+                   f"{events_dir}/simulated (numasim trace DIR --report FILE)")  # fmt: skip

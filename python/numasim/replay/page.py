@@ -3,10 +3,12 @@
 
 ```
 <h1> trace · policy on machine · tasks
- Differences   paired per-task differences (simulated − real), distances of waiting times
+ Differences   paired per-task differences (simulated − real), distances of waiting times and
+               of delays per wake-up
+ Runs          the run report's summary of each side (the real schedule as run events)
  Schedules     the two schedules: each CPU's running tasks over time, real above, simulated below
- Waiting       per-task waiting time, real beside simulated
- Migrations    by kind and by SLIT distance, both sides
+ Waiting       per-task waiting time, real beside simulated; delays per wake-up as two CDFs
+ Migrations    by kind, by SLIT distance and by domain level, both sides
  Tasks         one row per task
 ```
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from numasim.render import summary_items
 from numasim.run_report import _figure, _pyplot, _svg, _table, page_head
 
 SCHEDULE_CAPTION = (
@@ -23,6 +26,15 @@ SCHEDULE_CAPTION = (
     "replay below; time from the first replayed task's arrival."
 )
 WAIT_CAPTION = "Time each task waited runnable (not running), real and simulated."
+DELAY_CAPTION = (
+    "Delay of each wake-up (from the wake-up to the task's next switch-in), as the share of "
+    "wake-ups with at most that delay: real and simulated."
+)
+RUNS_CAPTION = (
+    "The run report's summary of each side: the real schedule read as numasim's run events "
+    "(a trace holds no balancing attempt, memory placement or cache refill: those read 0 or "
+    "all local)."
+)
 
 
 def spans(imported, traced, raw: dict[str, Any], machine) -> tuple[list, list]:
@@ -74,6 +86,27 @@ def wait_figure(real: list[float], sim: list[float], labels: list[str]) -> str:
     return _svg(fig)
 
 
+def delay_figure(real: list[float], sim: list[float]) -> str:
+    """The delays per wake-up of each side as an empirical CDF."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 3.2), constrained_layout=True)
+    for values, label, color in ((real, "real", "#4c72b0"), (sim, "simulated", "#dd8452")):
+        if values:
+            xs = sorted(values)
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step([0.0, *xs], [0.0, *ys], where="post", color=color,
+                    label=f"{label} ({len(xs)} wake-ups)")  # fmt: skip
+    ax.set(xlabel="delay per wake-up (ms)", ylabel="share of wake-ups")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    if real or sim:
+        ax.legend(loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no task woke up on either side", ha="center", va="center",
+                transform=ax.transAxes, color="#555")  # fmt: skip
+    return _svg(fig)
+
+
 def html_page(
     title: str,
     sub: str,
@@ -83,6 +116,8 @@ def html_page(
     pids: list[int],
     real_spans,
     sim_spans,
+    real_raw: dict[str, Any],
+    sim_raw: dict[str, Any],
 ) -> str:
     from numasim import __version__
 
@@ -90,12 +125,10 @@ def html_page(
     c = round(100 * summary["confidence"])
     paired = _table(
         ["per task", "real", "simulated", f"difference (simulated − real), {c} % interval"],
-        [[m, f"{v['real_mean']:.2f}", f"{v['sim_mean']:.2f}",
-          f"{v['diff_mean']:+.2f} ± " + ("n/a" if v["diff_half_width"] is None
-                                          else f"{v['diff_half_width']:.2f}")]
-         for m, v in summary["paired"].items()],
+        [_paired_row(m, v, summary["tasks"]) for m, v in summary["paired"].items()],
         {1, 2, 3},
-    )  # fmt: skip
+    )
+    wd = summary["wake_delay_distribution"]
     w = summary["wait_distribution"]
     kinds = sorted(
         set(summary["migrations_by_kind"]["real"]) | set(summary["migrations_by_kind"]["sim"])
@@ -110,14 +143,23 @@ def html_page(
                      [[d, summary["migrations_by_distance"]["real"].get(d, 0),
                        summary["migrations_by_distance"]["sim"].get(d, 0)] for d in dists],
                      {0, 1, 2})  # fmt: skip
+    ml = summary["migrations_by_domain_level"]
+    by_level = _table(["domain level", "real", "simulated"],
+                      [[k, ml["real"].get(k, 0), ml["sim"].get(k, 0)]
+                       for k in _ordered(ml["real"], ml["sim"])], {1, 2})  # fmt: skip
     tasks = _table(
-        ["traced pid", "run ms real", "sim", "wait ms real", "sim", "turnaround ms real", "sim",
-         "migrations real", "sim"],
+        ["traced pid", "run ms real", "sim", "wait ms real", "sim", "wake-up delay ms real",
+         "sim", "turnaround ms real", "sim", "migrations real", "sim"],
         [[p, f"{r['run_ms']:.1f}", f"{s['run_ms']:.1f}", f"{r['wait_ms']:.1f}",
-          f"{s['wait_ms']:.1f}", f"{r['turnaround_ms']:.1f}", f"{s['turnaround_ms']:.1f}",
+          f"{s['wait_ms']:.1f}", _ms(r["wake_delay_ms"]), _ms(s["wake_delay_ms"]),
+          f"{r['turnaround_ms']:.1f}", f"{s['turnaround_ms']:.1f}",
           r["migrations"], s["migrations"]] for p, r, s in zip(pids, real, sim, strict=True)],
-        set(range(9)),
+        set(range(11)),
     )  # fmt: skip
+    real_items = summary_items(real_raw["summary"], real_raw["processes"])
+    sim_items = dict(summary_items(sim_raw["summary"], sim_raw["processes"]))
+    runs = _table(["", "real", "simulated"],
+                  [[k, v, sim_items.get(k, "")] for k, v in real_items])  # fmt: skip
     parts = [
         *page_head(f"numasim · {title}", title),
         f'<p class="sub">{esc(sub)}; numasim {esc(__version__)}</p>',
@@ -126,6 +168,10 @@ def html_page(
         f"<p>Waiting times per task: two-sample Kolmogorov–Smirnov statistic "
         f"{w['ks_statistic']:.3f} (p = {w['ks_p']:.3g}), Wasserstein distance "
         f"{w['wasserstein_ms']:.2f} ms.</p>",
+        f"<p>{esc(_wake_sentence(wd))}</p>",
+        "<h2>Runs</h2>",
+        runs,
+        f"<p>{esc(RUNS_CAPTION)}</p>",
         "<h2>Schedules</h2>",
         _figure(schedules_figure(real_spans, sim_spans, len(pids)), SCHEDULE_CAPTION),
         "<h2>Waiting</h2>",
@@ -135,11 +181,51 @@ def html_page(
             ),
             WAIT_CAPTION,
         ),
+        _figure(
+            delay_figure(
+                [d for r in real for d in r["wake_delays_ms"]],
+                [d for s in sim for d in s["wake_delays_ms"]],
+            ),
+            DELAY_CAPTION,
+        ),
         "<h2>Migrations</h2>",
         by_kind,
         by_dist,
+        by_level,
         "<h2>Tasks</h2>",
         tasks,
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
+
+
+def _paired_row(metric: str, v: dict[str, Any], tasks: int) -> list[str]:
+    if v["diff_mean"] is None:
+        return [metric, "n/a", "n/a", "no task on both sides"]
+    half = "n/a" if v["diff_half_width"] is None else f"{v['diff_half_width']:.2f}"
+    over = "" if v["tasks"] == tasks else f" ({v['tasks']} tasks)"
+    return [metric, f"{v['real_mean']:.2f}", f"{v['sim_mean']:.2f}",
+            f"{v['diff_mean']:+.2f} ± {half}{over}"]  # fmt: skip
+
+
+def _wake_sentence(w: dict[str, Any]) -> str:
+    counts = f"{w['wakeups_real']} real and {w['wakeups_sim']} simulated wake-ups"
+    if w["ks_statistic"] is None:
+        return f"Delays per wake-up: {counts}; a side without any has no distance."
+    return (
+        f"Delays per wake-up ({counts}): two-sample Kolmogorov–Smirnov statistic "
+        f"{w['ks_statistic']:.3f} (p = {w['ks_p']:.3g}), Wasserstein distance "
+        f"{w['wasserstein_ms']:.3f} ms."
+    )
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _ordered(*sides: dict[str, int]) -> list[str]:
+    """Keys in the order first seen (the compare orders domain levels from the lowest)."""
+    out: list[str] = []
+    for side in sides:
+        out += [k for k in side if k not in out]
+    return out
