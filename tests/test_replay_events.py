@@ -131,10 +131,16 @@ def test_import_trace_events_saves_a_run_that_numasim_trace_reads(tmp_path, caps
     assert record.assumptions == {} and record.policy == events.REAL_POLICY
     assert record.workload == "trace boot-0.raw.tar.gz --pids 256-263"
     assert (out / "migrations.csv").read_text().count(",fork,") == 8
-    assert main(["trace", str(out), "--report", str(tmp_path / "real.html")]) == 0
+    page = tmp_path / "real.html"
+    assert main(["trace", str(out), "--report", str(page)]) == 0
     trace = json.loads((out / "trace.json").read_text())
     assert problems(trace) == []
-    assert "no modelling assumption" in (tmp_path / "real.html").read_text()
+    assert "no modelling assumption" in page.read_text()
+    from test_run_report import _body_status, _dump_dom
+
+    status = _body_status(_dump_dom(page, tmp_path))
+    assert status == {"loaded": "yes", "figures": "3", "figures-drawn": "3", "errors": "0",
+                      "error-list": ""}  # fmt: skip
 
 
 def test_an_rtapp_description_has_no_events(tmp_path, capsys):

@@ -33,7 +33,8 @@ DELAY_CAPTION = (
 RUNS_CAPTION = (
     "The run report's summary of each side: the real schedule read as numasim's run events "
     "(a trace holds no balancing attempt, memory placement or cache refill: those read 0 or "
-    "all local)."
+    "all local). Real migrations are named by the kernel's kinds, simulated ones by "
+    "numasim's; the migration table below names both the kernel's way."
 )
 
 
