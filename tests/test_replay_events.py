@@ -265,3 +265,10 @@ def test_the_comparison_pairs_only_tasks_woken_on_both_sides():
     assert none["paired"]["wake_delay_ms"]["tasks"] == 0
     assert none["wake_delay_distribution"]["ks_statistic"] is None
     assert "a side without wake-ups" in compare.wake_text(none["wake_delay_distribution"])
+
+
+def test_events_into_a_file_is_one_line_before_the_replay(tmp_path, capsys):
+    f = tmp_path / "f"
+    f.write_text("")
+    assert main(["replay", str(HARNESS), "--pids", "256-263", "--events", str(f)]) == 2
+    assert capsys.readouterr().err.strip() == f"numasim: error: {f}: is a file, not a directory"

@@ -249,6 +249,10 @@ def replay_command(
         from numasim.cli import _check_writable
 
         _check_writable(report_file, "--report")
+    if events_dir is not None:  # refused before the replay runs, not after
+        from numasim.cli import _check_out_dir
+
+        _check_out_dir(Path(events_dir))
     traced = _machine(files, None) if machine_spec is None else replay.machine_beside(files)
     machine = Machine.load(machine_spec) if machine_spec is not None else traced
     sched, imported = replay.import_trace(
