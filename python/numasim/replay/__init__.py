@@ -162,6 +162,7 @@ def import_trace(
     keep_kernel: bool = False,
     mem: float = 0.0,
     seed: int = 0,
+    closed_loop: bool = False,
 ) -> tuple[Schedule, Imported]:
     """The real schedule of a trace and the workload made from it (``to_workload``)."""
     events = parse_trace(files.text, files.origin, strict=True)
@@ -170,6 +171,6 @@ def import_trace(
     sched = schedule(events, files.origin)
     imported = to_workload(
         sched, list(machine.speeds), files.origin, pids=pids, comm=comm,
-        keep_kernel=keep_kernel, mem=mem, seed=seed,
+        keep_kernel=keep_kernel, mem=mem, seed=seed, closed_loop=closed_loop,
     )  # fmt: skip
     return sched, imported

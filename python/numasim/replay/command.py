@@ -35,6 +35,9 @@ def _pids(text: str | None) -> set[int] | None:
               help="Memory intensity of every process (the trace cannot tell it).")  # fmt: skip
 @click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
               help="Seed of the processes' burst and wait draws.")  # fmt: skip
+@click.option("--closed-loop", is_flag=True,
+              help="Replay each sleep woken by a replayed thread as a wait for that thread "
+              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the import's summary as JSON.")
 def import_trace_command(
     trace_path: str,
@@ -45,6 +48,7 @@ def import_trace_command(
     keep_kernel: bool,
     mem: float,
     seed: int,
+    closed_loop: bool,
     as_json: bool,
 ) -> None:
     """Turn a scheduler trace into a workload: one process per traced thread, with the CPU
@@ -64,8 +68,9 @@ def import_trace_command(
         return
     machine = _machine(files, machine_spec)
     _, imported = replay.import_trace(
-        files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed
-    )
+        files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed,
+        closed_loop=closed_loop,
+    )  # fmt: skip
     workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
     if out is not None:
         workload.save(out)
@@ -93,8 +98,18 @@ def import_trace_command(
         click.echo(
             f"{len(imported.alive_at_end)} alive when it ended: their demand is the CPU time traced"
         )
+    if imported.closed is not None:
+        click.echo(_closed_line(imported.closed))
     for note in imported.notes:
         click.echo(f"note: {note}")
+
+
+def _closed_line(closed) -> str:
+    timed = sum(closed.timed.values())
+    why = "; ".join(f"{n} {reason}" for reason, n in sorted(closed.timed.items()))
+    return f"closed loop: {closed.waits} sleeps wait for their waker, {timed} stay timed blocks" + (
+        f" ({why})" if why else ""
+    )
 
 
 def _import_rtapp(files, out: str | None, seed: int) -> None:
@@ -149,6 +164,11 @@ def _summary(imported, machine) -> dict:
         "alive_at_start": [t.pid for t in imported.alive_at_start],
         "alive_at_end": [t.pid for t in imported.alive_at_end],
         "notes": imported.notes,
+        **(
+            {"closed_loop": {"waits": imported.closed.waits, "timed": dict(imported.closed.timed)}}
+            if imported.closed is not None
+            else {}
+        ),
     }
 
 
@@ -190,6 +210,9 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
               help="Modelling assumptions of the replay (numasim list assumptions).")  # fmt: skip
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
+@click.option("--closed-loop", is_flag=True,
+              help="Replay each sleep woken by a replayed thread as a wait for that thread "
+              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--report", "report_file", default=None,
               help="Also write both schedules and their differences as an HTML page.")  # fmt: skip
@@ -203,6 +226,7 @@ def replay_command(
     mem: float,
     seed: int,
     assume: str | None,
+    closed_loop: bool,
     confidence: float,
     as_json: bool,
     report_file: str | None,
@@ -229,7 +253,7 @@ def replay_command(
     machine = Machine.load(machine_spec) if machine_spec is not None else traced
     sched, imported = replay.import_trace(
         files, traced or machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel,
-        mem=mem, seed=seed,
+        mem=mem, seed=seed, closed_loop=closed_loop,
     )  # fmt: skip
     workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
     result = simulate(machine, workload, policy, seed=seed, trace=True, assume=assume)
@@ -255,4 +279,6 @@ def replay_command(
         f"{files.origin}: {len(real)} tasks replayed under {policy} on "
         f"{machine.name or 'the machine'} (seed {seed})"
     )
+    if imported.closed is not None:
+        click.echo(_closed_line(imported.closed))
     click.echo(compare.text(summary, real, sim, pids_traced))

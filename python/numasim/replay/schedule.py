@@ -80,7 +80,9 @@ class Thread:
     runs: list[tuple[int, int, int]] = field(default_factory=list)
     #: Each time it waited runnable: (start, end, after a wake-up).
     waits: list[tuple[int, int, bool]] = field(default_factory=list)
-    #: Each sleep: (start, end, waker pid; ``None`` when not traced).
+    #: Each sleep: (start, end, waker pid; ``None`` when not traced, or when woken from an
+    #: interrupt or the idle task). The waker is the task sched_waking was traced in (else
+    #: sched_wakeup's), unless the latency flags show interrupt context.
     sleeps: list[tuple[int, int, int | None]] = field(default_factory=list)
     #: Each migration: (time, from CPU, to CPU, kind): a kind of numasim.kernel.parse.KINDS
     #: read from the event's stack trace, "stopper" (the CPU stopper's: exec, affinity or NUMA
@@ -165,6 +167,7 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             p.state, p.since = "sleeping", e.ts
 
     early: set[int] = set()  # switches whose switch-out was applied before their line
+    waking: dict[int, int | None] = {}  # pid → its waker at its last sched_waking
     for i, e in enumerate(sched):
         name, ts = e.name, e.ts
         if name == "sched_process_fork":
@@ -181,11 +184,16 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             if t.state in ("new", "unknown"):
                 t.state, t.since, t.woken = "runnable", ts, False
         elif name in ("sched_wakeup", "sched_waking"):
-            if name == "sched_waking":
-                continue  # the wake-up's start; sched_wakeup marks it runnable
+            if name == "sched_waking":  # the wake-up's start, in the waker's context
+                waking[e.int("pid")] = None if e.irq or not e.pid else e.pid
+                continue  # sched_wakeup marks it runnable
             t = thread(e.int("pid"), e, e.text("comm"))
+            waker = None if e.irq or not e.pid else e.pid
+            # a queued wake-up is printed on the sleeper's CPU, in whatever runs there:
+            # sched_waking named the waker
+            waker = waking.pop(t.pid, waker)
             if t.state == "sleeping":
-                t.sleeps.append((t.since, ts, e.pid if e.pid else None))
+                t.sleeps.append((t.since, ts, waker))
             if t.state in ("sleeping", "unknown"):
                 t.state, t.since, t.woken = "runnable", ts, True
         elif name == "sched_switch":
@@ -199,6 +207,7 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             if prev and i not in early:
                 switch_out(thread(prev, e, e.text("prev_comm")), e)
             if nxt:
+                waking.pop(nxt, None)  # a wake-up that found it runnable: none pending
                 n = thread(nxt, e, e.text("next_comm"))
                 if n.state == "running" and not _switched_out_at_once(
                     sched, i, n, switch_out, early
