@@ -35,6 +35,9 @@ def _pids(text: str | None) -> set[int] | None:
               help="Memory intensity of every process (the trace cannot tell it).")  # fmt: skip
 @click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=0, show_default=True,
               help="Seed of the processes' burst and wait draws.")  # fmt: skip
+@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
+              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
+              "downloads one).")  # fmt: skip
 @click.option("--closed-loop", is_flag=True,
               help="Replay each sleep woken by a replayed thread as a wait for that thread "
               "(perf sched replay's model) instead of a timed block.")  # fmt: skip
@@ -49,18 +52,20 @@ def import_trace_command(
     mem: float,
     seed: int,
     closed_loop: bool,
+    trace_processor: str | None,
     as_json: bool,
 ) -> None:
     """Turn a scheduler trace into a workload: one process per traced thread, with the CPU
     time, bursts, sleeps, arrival and spawn CPU the trace shows (docs/workloads.md, "Replaying
     a real trace"). TRACE is ftrace text (tracefs's trace file, trace-cmd report), perf script
     output of perf sched record, gzip or not, a directory holding one, a real-kernel run's
-    boot-N.raw.tar.gz, or an rt-app JSON description."""
+    boot-N.raw.tar.gz, a Perfetto trace (with --trace-processor), or an rt-app JSON
+    description."""
     from numasim import _core, replay
     from numasim._core import InputError
     from numasim.sim import Workload
 
-    files = replay.read(trace_path)
+    files = replay.read(trace_path, trace_processor)
     if out is not None and Path(out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"{out}: a workload file must end in .csv or .json")
     if files.text.lstrip().startswith("{"):  # an rt-app description
@@ -210,6 +215,9 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
               help="Modelling assumptions of the replay (numasim list assumptions).")  # fmt: skip
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
+@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
+              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
+              "downloads one).")  # fmt: skip
 @click.option("--closed-loop", is_flag=True,
               help="Replay each sleep woken by a replayed thread as a wait for that thread "
               "(perf sched replay's model) instead of a timed block.")  # fmt: skip
@@ -227,6 +235,7 @@ def replay_command(
     seed: int,
     assume: str | None,
     closed_loop: bool,
+    trace_processor: str | None,
     confidence: float,
     as_json: bool,
     report_file: str | None,
@@ -244,7 +253,7 @@ def replay_command(
         from numasim.assumptions import resolve
 
         resolve(assume, "--assume")  # its errors name the option
-    files = replay.read(trace_path)
+    files = replay.read(trace_path, trace_processor)
     if report_file is not None:
         from numasim.cli import _check_writable
 
