@@ -43,8 +43,18 @@ def _recorded(text: str) -> FakeTraceProcessor:
     events, args = [], []
     for i, e in enumerate(parse_trace(text, "t", strict=True)):
         flags = 0x08 if e.irq else 0x01
-        events.append(SimpleNamespace(ts=e.ts, name=e.name, cpu=e.cpu, tid=e.pid,
-                                      comm=e.task, tgid=e.tgid, arg_set_id=i, flags=flags))  # fmt: skip
+        events.append(
+            SimpleNamespace(
+                ts=e.ts,
+                name=e.name,
+                cpu=e.cpu,
+                tid=e.pid,
+                comm=e.task,
+                tgid=e.tgid,
+                arg_set_id=i,
+                flags=flags,
+            )
+        )
         for key, value in re.findall(r"(\w+)=(\S+)", e.body):
             if key == "prev_state":
                 value = BITS[value]
@@ -74,8 +84,10 @@ def test_an_event_in_interrupt_context_has_no_waker():
     assert s.threads[200].sleeps == [(1_002_000_000, 1_005_000_000, None)]
 
 
-@pytest.mark.parametrize(("bits", "letter"), [(0, "R"), (0x100, "R+"), (1, "S"), (2, "D"),
-                                              (16, "X"), (32, "Z"), (0x80, "I"), (0x101, "S")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("bits", "letter"),
+    [(0, "R"), (0x100, "R+"), (1, "S"), (2, "D"), (16, "X"), (32, "Z"), (0x80, "I"), (0x101, "S")],
+)
 def test_prev_state_bits_are_the_kernel_s_letters(bits, letter):
     assert perfetto.state_letter(bits) == letter
 
