@@ -105,6 +105,17 @@ def test_no_scheduler_rows_is_one_line():
         perfetto.events(FakeTraceProcessor([], []), "t")
 
 
+def test_a_query_the_trace_processor_refuses_is_one_line():
+    class Old(FakeTraceProcessor):
+        def query(self, sql):
+            raise RuntimeError("Error in query: no such column: ucpu\n  at line 4")
+
+    with pytest.raises(
+        replay.InputError, match=r"refused numasim's query: .*no such column: ucpu$"
+    ):
+        perfetto.events(Old([], []), "t")
+
+
 def test_import_trace_reads_a_perfetto_trace_through_the_given_binary(
     tmp_path, capsys, monkeypatch
 ):

@@ -115,11 +115,11 @@ def events(tp: Any, origin: str) -> list[Event]:
     """The scheduler events of the trace ``tp`` holds (a TraceProcessor, or any object whose
     ``query(sql)`` yields rows with the columns of EVENTS_SQL and ARGS_SQL)."""
     fields: dict[int, list[str]] = defaultdict(list)
-    for row in tp.query(ARGS_SQL):
+    for row in _rows(tp, ARGS_SQL, origin):
         key = str(row.key).removeprefix("args.")
         fields[row.arg_set_id].append((key, row.value))  # type: ignore[arg-type]
     out = []
-    for number, row in enumerate(tp.query(EVENTS_SQL), start=1):
+    for number, row in enumerate(_rows(tp, EVENTS_SQL, origin), start=1):
         if row.cpu is None or row.ts is None:
             raise InputError(f"{origin}: event {number} ({row.name}) has no CPU or time")
         body = " ".join(f"{k}={_value(row.name, k, v)}" for k, v in fields.get(row.arg_set_id, []))
@@ -145,6 +145,18 @@ def events(tp: Any, origin: str) -> list[Event]:
             "ftrace events in the trace config)"
         )
     return out
+
+
+def _rows(tp: Any, sql: str, origin: str) -> list[Any]:
+    """The rows of ``sql``; the trace processor's refusal (a table or column its version does
+    not have) as one line."""
+    try:
+        return list(tp.query(sql))
+    except Exception as e:  # the package's TraceProcessorException, or a broken connection
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(
+            f"{origin}: the trace processor refused numasim's query: {first}"
+        ) from None
 
 
 def _value(name: str, key: str, value: Any) -> str:
