@@ -5,6 +5,8 @@
 //! ```text
 //!   profile: model (fork-join | pipeline | independent), work_ms, spread, footprint_mb, shared, mem
 //!   plan(T) ──► per thread: [Segment { wait: (point, count)?, work_ns, signal: point? }]
+//!   (a segment may instead sleep a fixed time before its work, `sleep_ns`: no profile does;
+//!   a replayed trace's thread does, for a sleep whose waker is not replayed)
 //!
 //!   fork-join, P phases:   phase p of thread t:  wait (barrier p−1, T) · work · signal barrier p
 //!   pipeline, S stages, I items:  item i at stage s on thread i mod n_s of stage s:
@@ -170,6 +172,11 @@ pub struct Segment {
     pub work_ns: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<u32>,
+    /// A timed block before its work (a sleep whose end no thread of the workload signals): the
+    /// thread leaves its CPU for this long, then wakes as from IO. A segment sleeps or waits,
+    /// not both, and a thread's first segment does not sleep (it would arrive later instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep_ns: Option<u64>,
 }
 
 /// The per-thread plans of one application instance, and how many sync points it uses.
@@ -275,6 +282,7 @@ impl Profile {
                             wait: None,
                             work_ns: varied(rng, work_ns / f64::from(t), self.spread),
                             signal: None,
+                            sleep_ns: None,
                         }]
                     })
                     .collect(),
@@ -293,6 +301,7 @@ impl Profile {
                             }),
                             work_ns: varied(rng, per, self.spread),
                             signal: (p + 1 < phases).then_some(p),
+                            sleep_ns: None,
                         });
                     }
                 }
@@ -317,6 +326,7 @@ impl Profile {
                             }),
                             work_ns: (exp.sample(rng).round() as u64).max(1),
                             signal: (p + 1 < phases).then_some(p),
+                            sleep_ns: None,
                         }]);
                     }
                     previous = k;
@@ -344,6 +354,7 @@ impl Profile {
                             }),
                             work_ns: varied(rng, per, self.spread),
                             signal: (s < last as u32).then_some(s * items + i),
+                            sleep_ns: None,
                         });
                     }
                 }
@@ -429,16 +440,19 @@ mod tests {
                 wait: None,
                 work_ns: 2_000_000,
                 signal: Some(0),
+                sleep_ns: None,
             },
             Segment {
                 wait: Some(Wait { point: 0, count: 2 }),
                 work_ns: 2_000_000,
                 signal: Some(1),
+                sleep_ns: None,
             },
             Segment {
                 wait: Some(Wait { point: 1, count: 2 }),
                 work_ns: 2_000_000,
                 signal: None,
+                sleep_ns: None,
             },
         ];
         assert_eq!(plan.threads, vec![want.clone(), want]);
@@ -456,7 +470,8 @@ mod tests {
             Segment {
                 wait: None,
                 work_ns: 750_000,
-                signal: Some(2)
+                signal: Some(2),
+                sleep_ns: None,
             }
         );
         // Thread 1 of the middle stage takes items 1 and 3.
@@ -466,12 +481,14 @@ mod tests {
                 Segment {
                     wait: Some(Wait { point: 1, count: 1 }),
                     work_ns: 1_500_000,
-                    signal: Some(5)
+                    signal: Some(5),
+                    sleep_ns: None,
                 },
                 Segment {
                     wait: Some(Wait { point: 3, count: 1 }),
                     work_ns: 1_500_000,
-                    signal: Some(7)
+                    signal: Some(7),
+                    sleep_ns: None,
                 },
             ]
         );
@@ -480,7 +497,8 @@ mod tests {
             Segment {
                 wait: Some(Wait { point: 7, count: 1 }),
                 work_ns: 750_000,
-                signal: None
+                signal: None,
+                sleep_ns: None,
             }
         );
         let total: u64 = plan.threads.iter().flatten().map(|s| s.work_ns).sum();

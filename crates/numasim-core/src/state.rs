@@ -195,6 +195,9 @@ pub(crate) struct GroupState {
     pub(crate) app: Option<usize>,
     /// Its application's sync points.
     pub(crate) sync: SyncPoints,
+    /// Its application waits at and signals the workload's shared points instead
+    /// (`App::shared_points`).
+    pub(crate) shared_points: bool,
 }
 
 impl GroupState {

@@ -225,6 +225,12 @@ pub struct App {
     pub points: u32,
     /// Per thread, in pid order: its segments.
     pub plans: Vec<Vec<Segment>>,
+    /// Its points are the workload's shared ones rather than its own: every application that
+    /// says so waits at and signals one set of points (numbered 0 .. the largest `points` among
+    /// them), so a thread can wait for a thread of another group. No generated workload does;
+    /// a trace replayed closed-loop does (a process woken by another process).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_points: bool,
 }
 
 impl App {
@@ -910,6 +916,7 @@ impl WorkloadSpec {
                 shared: profile.shared,
                 points: plan.points,
                 plans: plan.threads,
+                shared_points: false,
             });
         }
         Ok(Workload {
@@ -1058,6 +1065,16 @@ impl Workload {
     /// threads' demands, and every wait can be satisfied (enough signals of its point).
     fn validate_apps(&self, origin: &str) -> Result<()> {
         let mut last_tgid = None;
+        // The points shared by the applications that share theirs (`App::shared_points`).
+        let shared_len = self
+            .apps
+            .iter()
+            .filter(|a| a.shared_points)
+            .map(|a| a.points)
+            .max()
+            .unwrap_or(0) as usize;
+        let mut shared_signals = vec![0u32; shared_len];
+        let mut shared_needed = vec![0u32; shared_len];
         for (a, app) in self.apps.iter().enumerate() {
             let at = || format!("app {a} (tgid {})", app.tgid);
             let bad = |msg: String| Err(InputError::new(origin, msg).at(at()));
@@ -1079,8 +1096,13 @@ impl Workload {
             if !sizes_ok {
                 return bad("footprint_mb must be ≥ 0 and shared in [0, 1]".into());
             }
-            let mut signals = vec![0u32; app.points as usize];
-            let mut needed = vec![0u32; app.points as usize];
+            let mut own_signals = vec![0u32; app.points as usize];
+            let mut own_needed = vec![0u32; app.points as usize];
+            let (signals, needed) = if app.shared_points {
+                (&mut shared_signals, &mut shared_needed)
+            } else {
+                (&mut own_signals, &mut own_needed)
+            };
             for (t, plan) in app.plans.iter().enumerate() {
                 let Some(p) = self.processes.get(first + t).filter(|p| p.tgid == app.tgid) else {
                     return bad(format!("thread {t} is not pid {}", first + t));
@@ -1095,7 +1117,24 @@ impl Workload {
                         p.demand_ns
                     ));
                 }
-                for s in plan {
+                for (k, s) in plan.iter().enumerate() {
+                    if let Some(sleep) = s.sleep_ns {
+                        let why = if sleep == 0 || sleep > MAX_TIME_NS {
+                            Some(format!("a sleep of {sleep} ns must be positive and at most {MAX_TIME_NS} ns"))
+                        } else if s.wait.is_some() {
+                            Some("it sleeps and waits: a segment does one or the other".into())
+                        } else if k == 0 {
+                            Some(
+                                "a first segment cannot sleep (the thread arrives later instead)"
+                                    .into(),
+                            )
+                        } else {
+                            None
+                        };
+                        if let Some(why) = why {
+                            return bad(format!("thread {t}: segment {k}: {why}"));
+                        }
+                    }
                     let in_range = |point: u32| point < app.points;
                     if let Some(point) = s.signal {
                         if !in_range(point) {
@@ -1115,12 +1154,21 @@ impl Workload {
                     }
                 }
             }
-            if let Some(point) = (0..signals.len()).find(|&k| signals[k] < needed[k]) {
+            if let Some(point) = (0..own_signals.len()).find(|&k| own_signals[k] < own_needed[k]) {
                 return bad(format!(
                     "point {point} is waited for {} times but signalled {}: the app would never finish",
-                    needed[point], signals[point]
+                    own_needed[point], own_signals[point]
                 ));
             }
+        }
+        if let Some(point) = (0..shared_len).find(|&k| shared_signals[k] < shared_needed[k]) {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "shared point {point} is waited for {} times but signalled {}: the apps would never finish",
+                    shared_needed[point], shared_signals[point]
+                ),
+            ));
         }
         Ok(())
     }

@@ -516,6 +516,7 @@ fn seg(ms: u64, wait: Option<(u32, u32)>, signal: Option<u32>) -> numasim_core::
         wait: wait.map(|(point, count)| numasim_core::apps::Wait { point, count }),
         work_ns: ms * 1_000_000,
         signal,
+        sleep_ns: None,
     }
 }
 
@@ -543,6 +544,7 @@ fn app_workload(plans: Vec<Vec<numasim_core::apps::Segment>>, points: u32, spawn
             shared: 0.0,
             points,
             plans,
+            shared_points: false,
         }],
         processes,
     };
@@ -573,6 +575,92 @@ fn a_thread_at_a_barrier_waits_for_its_sibling() {
     assert_eq!(r.apps[0].completion_ms, 40.0);
     assert_eq!(r.apps[0].sync_wait_ms, 20.0);
     assert_eq!(r.summary.migrations, 1, "only t1's placement on CPU 1");
+}
+
+/// Two processes (groups 0 and 1) whose applications share their sync points: a ping-pong.
+fn ping_pong(a: Vec<numasim_core::apps::Segment>, b: Vec<numasim_core::apps::Segment>) -> Workload {
+    let app = |tgid: u32, plan: Vec<numasim_core::apps::Segment>| numasim_core::workload::App {
+        tgid,
+        name: "pair".into(),
+        footprint_mb: 0.0,
+        shared: 0.0,
+        points: 2,
+        plans: vec![plan],
+        shared_points: true,
+    };
+    let demand = |plan: &[numasim_core::apps::Segment]| {
+        plan.iter().map(|s| s.work_ns).sum::<u64>() / 1_000_000
+    };
+    let w = Workload {
+        processes: vec![
+            proc(0, 0, demand(&a), 0, 0.0),
+            proc(1, 0, demand(&b), 0, 0.0),
+        ],
+        apps: vec![app(0, a), app(1, b)],
+    };
+    w.validate("test", 2).unwrap();
+    w
+}
+
+#[test]
+fn a_process_waits_for_another_process_through_shared_points_then_sleeps() {
+    // Two processes, one node of two CPUs, balancing free. A works 10 ms and signals point 0;
+    // B, created blocked on point 0, is placed at 10 ms and works 5 ms, then signals point 1 at
+    // 15 ms; A, blocked on point 1 since 10 ms, works 10 ms (15–25), sleeps 5 ms (25–30) and
+    // works 3 ms more: it completes at 33 ms.
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 2);
+    let mut slept = seg(3, None, None);
+    slept.sleep_ns = Some(5_000_000);
+    let w = ping_pong(
+        vec![seg(10, None, Some(0)), seg(10, Some((1, 1)), None), slept],
+        vec![seg(5, Some((0, 1)), Some(1))],
+    );
+    let r = simulate(&m, Builder::Flat, &w, &free_balancing());
+    assert_eq!(tat(&r), vec![33.0, 15.0], "B arrived at 0");
+    assert_eq!(r.processes[1].first_run_ms, 10.0);
+    assert_eq!(r.processes[0].sync_wait_ms, 5.0);
+    assert_eq!(r.processes[0].io_wait_ms, 5.0);
+    assert_eq!(r.processes[0].cpu_ms, 23.0);
+}
+
+#[test]
+fn a_shared_point_nobody_signals_enough_is_refused_and_so_is_a_bad_sleep() {
+    let mut w = ping_pong(
+        vec![seg(10, None, Some(0))],
+        vec![seg(5, Some((0, 1)), None)],
+    );
+    w.apps[1].plans[0][0].wait = Some(numasim_core::apps::Wait { point: 0, count: 2 });
+    let e = w.validate("t", 2).unwrap_err().to_string();
+    assert!(
+        e.contains("shared point 0 is waited for 2 times but signalled 1"),
+        "{e}"
+    );
+    // Without shared points, each application's point 0 is its own: A's is never waited for,
+    // B's never signalled.
+    w.apps[1].plans[0][0].wait = Some(numasim_core::apps::Wait { point: 0, count: 1 });
+    w.apps[0].shared_points = false;
+    w.apps[1].shared_points = false;
+    let e = w.validate("t", 2).unwrap_err().to_string();
+    assert!(
+        e.contains("point 0 is waited for 1 times but signalled 0"),
+        "{e}"
+    );
+    let mut w = ping_pong(
+        vec![seg(10, None, None), seg(1, None, None)],
+        vec![seg(5, None, None)],
+    );
+    w.apps[0].plans[0][0].sleep_ns = Some(1);
+    let e = w.validate("t", 2).unwrap_err().to_string();
+    assert!(e.contains("segment 0: a first segment cannot sleep"), "{e}");
+    w.apps[0].plans[0][0].sleep_ns = None;
+    w.apps[0].plans[0][1].sleep_ns = Some(0);
+    let e = w.validate("t", 2).unwrap_err().to_string();
+    assert!(e.contains("a sleep of 0 ns must be positive"), "{e}");
+    w.apps[0].plans[0][1].sleep_ns = Some(4);
+    w.apps[0].plans[0][1].wait = Some(numasim_core::apps::Wait { point: 0, count: 1 });
+    w.apps[1].plans[0][0].signal = Some(0);
+    let e = w.validate("t", 2).unwrap_err().to_string();
+    assert!(e.contains("it sleeps and waits"), "{e}");
 }
 
 #[test]

@@ -150,9 +150,11 @@ fn sized() -> Setup {
                 wait: None,
                 work_ns: 200_000_000,
                 signal: None,
+                sleep_ns: None,
             }];
             n
         ],
+        shared_points: false,
     };
     let w = Workload {
         apps: vec![

@@ -122,6 +122,7 @@ fn workload(procs: &[(u64, &[u64])]) -> Workload {
                     wait: None,
                     work_ns: w * 1_000_000,
                     signal: None,
+                    sleep_ns: None,
                 }]
             })
             .collect();
@@ -140,6 +141,7 @@ fn workload(procs: &[(u64, &[u64])]) -> Workload {
             shared: 0.0,
             points: 0,
             plans,
+            shared_points: false,
         });
     }
     Workload { processes, apps }

@@ -64,6 +64,10 @@ class Event:
     #: The running task's thread group, when the trace prints it (``record-tgid``, perf's
     #: ``pid/tid``).
     tgid: int | None = None
+    #: Traced in interrupt context (the latency flags' hardirq/softirq/NMI column: ``h``,
+    #: ``s``, ``H``, ``z``, ``Z``): the running task did not cause it. perf script does not
+    #: print the flags: ``False`` there.
+    irq: bool = False
 
     def int(self, key: str) -> int:
         """A numeric field of the event's body (``pid=12`` → 12)."""
@@ -150,11 +154,18 @@ def parse_trace(text: str, origin: str = "trace", strict: bool = False) -> list[
             _plugin_body(name.strip(), body.strip()),
             line=number,
             tgid=int(tgid) if tgid and tgid.isdigit() else None,
+            irq=_in_interrupt(m.groupdict().get("flags")),
         )
         events.append(event)
         if name == "sched_migrate_task":
             awaiting[cpu] = event
     return events
+
+
+def _in_interrupt(flags: str | None) -> bool:
+    """Whether the latency flags (``dNh2.``: irqs-off, need-resched, hardirq/softirq,
+    preempt depth, …) say the event was traced in interrupt context."""
+    return flags is not None and len(flags) >= 4 and flags[2] in "hsHzZ"
 
 
 def _header(line: str) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from numasim._core import InputError
-from numasim.kernel.parse import parse_cpulist, parse_trace
+from numasim.kernel.parse import Event, parse_cpulist, parse_trace
 from numasim.machine import Machine
 from numasim.replay.build import Imported, to_workload
 from numasim.replay.schedule import Schedule, Thread, schedule
@@ -42,6 +42,8 @@ class TraceFiles:
     origin: str
     text: str
     beside: dict[str, str] = field(default_factory=dict)
+    #: The events, when they were read already (a Perfetto trace): the text is then empty.
+    events: list[Event] | None = None
 
 
 def _unzip(data: bytes, origin: str) -> bytes:
@@ -64,10 +66,15 @@ def _text(data: bytes, origin: str) -> str:
         raise InputError(f"{origin}: not UTF-8 text (byte {e.start}): not a trace") from None
 
 
-def read(path: str | Path) -> TraceFiles:
-    """A trace: a text file (gzip or not), a directory holding ``trace`` or ``trace.gz``, or a
-    real-kernel run's ``boot-N.raw.tar.gz``; with the machine files beside it."""
+def read(path: str | Path, trace_processor: str | None = None) -> TraceFiles:
+    """A trace: a text file (gzip or not), a directory holding ``trace`` or ``trace.gz``, a
+    real-kernel run's ``boot-N.raw.tar.gz``, or a Perfetto trace (read by the
+    ``trace_processor`` binary: numasim.replay.perfetto); with the machine files beside it."""
+    from numasim.replay import perfetto
+
     path = Path(path)
+    if trace_processor is not None or perfetto.looks_like_perfetto(path):
+        return perfetto.read(path, trace_processor, _beside(path))
     if path.is_dir():
         found = next((path / n for n in ("trace", "trace.gz", "trace.txt") if (path / n).is_file()),
                      None)  # fmt: skip
@@ -81,11 +88,16 @@ def read(path: str | Path) -> TraceFiles:
     if tarfile.is_tarfile(path):
         return _from_tar(path)
     text = _text(_unzip(data, str(path)), str(path))
+    return TraceFiles(str(path), text, _beside(path))
+
+
+def _beside(path: Path) -> dict[str, str]:
+    """The machine files in the trace's directory."""
     beside = {}
     for name in (*NUMACTL_NAMES, SYSFS_NAME):
         if (path.parent / name).is_file():
             beside[name] = (path.parent / name).read_text(errors="replace")[: 1 << 20]
-    return TraceFiles(str(path), text, beside)
+    return beside
 
 
 def _from_tar(path: Path) -> TraceFiles:
@@ -162,14 +174,17 @@ def import_trace(
     keep_kernel: bool = False,
     mem: float = 0.0,
     seed: int = 0,
+    closed_loop: bool = False,
 ) -> tuple[Schedule, Imported]:
     """The real schedule of a trace and the workload made from it (``to_workload``)."""
-    events = parse_trace(files.text, files.origin, strict=True)
+    events = files.events
+    if events is None:
+        events = parse_trace(files.text, files.origin, strict=True)
     if not events:
         raise InputError(f"{files.origin}: no trace events")
     sched = schedule(events, files.origin)
     imported = to_workload(
         sched, list(machine.speeds), files.origin, pids=pids, comm=comm,
-        keep_kernel=keep_kernel, mem=mem, seed=seed,
+        keep_kernel=keep_kernel, mem=mem, seed=seed, closed_loop=closed_loop,
     )  # fmt: skip
     return sched, imported

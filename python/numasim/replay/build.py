@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numasim._core import InputError
+from numasim.replay.closed import Closed, plans
 from numasim.replay.schedule import Schedule, Thread
 
 #: A private seed per process, from the import's seed and the process's index (splitmix64's
@@ -59,6 +60,8 @@ class Imported:
     alive_at_start: list[Thread] = field(default_factory=list)
     alive_at_end: list[Thread] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: A closed-loop import's plans and what became of its sleeps (``None``: open loop).
+    closed: Closed | None = None
 
     def mapping(self) -> list[dict[str, Any]]:
         """One row per process: numasim pid, traced pid, name."""
@@ -75,10 +78,13 @@ def to_workload(
     keep_kernel: bool = False,
     mem: float = 0.0,
     seed: int = 0,
+    closed_loop: bool = False,
 ) -> Imported:
     """The workload of ``sched`` on a machine whose CPUs run at ``speeds``: the traced threads
     in ``pids`` (or whose name matches ``comm``), per-CPU kernel threads left out unless
-    ``keep_kernel`` (then pinned to their CPU, as the kernel has them)."""
+    ``keep_kernel`` (then pinned to their CPU, as the kernel has them). ``closed_loop``: each
+    sleep whose waker is replayed waits for it (numasim.replay.closed), each thread group an
+    application whose threads have consecutive pids."""
     if sched.cpus > len(speeds):
         raise InputError(
             f"{origin}: the trace has CPU {sched.cpus - 1}, the machine only "
@@ -109,6 +115,11 @@ def to_workload(
         raise InputError(f"{origin}: no thread to replay (none selected ran in the trace)")
     t0 = kept[0].first_ts
     out.t0_ns = t0
+    if closed_loop:  # an application's threads are consecutive pids: groups kept together
+        first: dict[int, tuple[int, int]] = {}
+        for t in kept:
+            first.setdefault(_group(t), (t.first_ts, t.pid))
+        kept.sort(key=lambda t: (first[_group(t)], t.first_ts, t.pid))
     leaders: dict[int, int] = {}  # traced tgid → numasim pid of its first kept thread
     processes = []
     for i, t in enumerate(kept):
@@ -116,8 +127,7 @@ def to_workload(
         woke = t.sleeps
         bursts = _bursts(t, speeds)
         spawn = t.fork_cpu if t.fork_cpu is not None else t.runs[0][2]
-        group = t.tgid if t.tgid is not None else -1 - t.pid
-        tgid = leaders.setdefault(group, i)
+        tgid = leaders.setdefault(_group(t), i)
         p: dict[str, Any] = {
             "pid": i,
             "tgid": tgid,
@@ -152,7 +162,33 @@ def to_workload(
             )
     out.workload = {"processes": processes}
     out.threads = kept
+    if closed_loop:
+        _close(out, speeds)
     return out
+
+
+def _group(t: Thread) -> int:
+    """The thread group of ``t``: its traced tgid, else a group of its own."""
+    return t.tgid if t.tgid is not None else -1 - t.pid
+
+
+def _close(out: Imported, speeds: list[float]) -> None:
+    """Turns ``out``'s processes into the threads of one application per thread group, their
+    plans read from the trace (numasim.replay.closed)."""
+    closed = plans(out.threads, speeds)
+    processes = out.workload["processes"]
+    apps = []
+    for p, plan in zip(processes, closed.plans, strict=True):
+        p["demand_ns"] = sum(s["work_ns"] for s in plan)
+        p["kind"] = "cpu"  # its bursts and sleeps are its plan's
+        p["burst_mean_ns"] = p["wait_mean_ns"] = 0
+        if p["tgid"] == p["pid"]:
+            apps.append({"tgid": p["pid"], "name": out.threads[p["pid"]].comm or "traced",
+                         "footprint_mb": 0.0, "shared": 0.0, "points": closed.points,
+                         "plans": [], "shared_points": True})  # fmt: skip
+        apps[-1]["plans"].append(plan)
+    out.workload["apps"] = apps
+    out.closed = closed
 
 
 def _bursts(t: Thread, speeds: list[float]) -> list[float]:

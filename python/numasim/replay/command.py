@@ -38,6 +38,12 @@ def _pids(text: str | None) -> set[int] | None:
 @click.option("--events", "events_dir", default=None,
               help="Also save the real schedule as numasim's run events in this directory, as "
               "run --out saves a run (numasim trace DIR --report FILE reads it).")  # fmt: skip
+@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
+              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
+              "downloads one).")  # fmt: skip
+@click.option("--closed-loop", is_flag=True,
+              help="Replay each sleep woken by a replayed thread as a wait for that thread "
+              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the import's summary as JSON.")
 def import_trace_command(
     trace_path: str,
@@ -49,18 +55,21 @@ def import_trace_command(
     keep_kernel: bool,
     mem: float,
     seed: int,
+    closed_loop: bool,
+    trace_processor: str | None,
     as_json: bool,
 ) -> None:
     """Turn a scheduler trace into a workload: one process per traced thread, with the CPU
     time, bursts, sleeps, arrival and spawn CPU the trace shows (docs/workloads.md, "Replaying
     a real trace"). TRACE is ftrace text (tracefs's trace file, trace-cmd report), perf script
     output of perf sched record, gzip or not, a directory holding one, a real-kernel run's
-    boot-N.raw.tar.gz, or an rt-app JSON description."""
+    boot-N.raw.tar.gz, a Perfetto trace (with --trace-processor), or an rt-app JSON
+    description."""
     from numasim import _core, replay
     from numasim._core import InputError
     from numasim.sim import Workload
 
-    files = replay.read(trace_path)
+    files = replay.read(trace_path, trace_processor)
     if out is not None and Path(out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"{out}: a workload file must end in .csv or .json")
     if files.text.lstrip().startswith("{"):  # an rt-app description
@@ -71,8 +80,9 @@ def import_trace_command(
         return
     machine = _machine(files, machine_spec)
     _, imported = replay.import_trace(
-        files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed
-    )
+        files, machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel, mem=mem, seed=seed,
+        closed_loop=closed_loop,
+    )  # fmt: skip
     workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
     if out is not None:
         workload.save(out)
@@ -106,6 +116,8 @@ def import_trace_command(
         click.echo(
             f"{len(imported.alive_at_end)} alive when it ended: their demand is the CPU time traced"
         )
+    if imported.closed is not None:
+        click.echo(_closed_line(imported.closed))
     for note in imported.notes:
         click.echo(f"note: {note}")
 
@@ -114,6 +126,14 @@ def _label(trace_path: str, pids: str | None, comm: str | None) -> str:
     """What a saved real schedule names as its workload: the trace and the selection."""
     chosen = [f"--pids {pids}" if pids else "", f"--comm {comm}" if comm else ""]
     return " ".join([f"trace {Path(trace_path).name}", *filter(None, chosen)])
+
+
+def _closed_line(closed) -> str:
+    timed = sum(closed.timed.values())
+    why = "; ".join(f"{n} {reason}" for reason, n in sorted(closed.timed.items()))
+    return f"closed loop: {closed.waits} sleeps wait for their waker, {timed} stay timed blocks" + (
+        f" ({why})" if why else ""
+    )
 
 
 def _import_rtapp(files, out: str | None, seed: int) -> None:
@@ -168,6 +188,11 @@ def _summary(imported, machine) -> dict:
         "alive_at_start": [t.pid for t in imported.alive_at_start],
         "alive_at_end": [t.pid for t in imported.alive_at_end],
         "notes": imported.notes,
+        **(
+            {"closed_loop": {"waits": imported.closed.waits, "timed": dict(imported.closed.timed)}}
+            if imported.closed is not None
+            else {}
+        ),
     }
 
 
@@ -209,6 +234,12 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
               help="Modelling assumptions of the replay (numasim list assumptions).")  # fmt: skip
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
+@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
+              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
+              "downloads one).")  # fmt: skip
+@click.option("--closed-loop", is_flag=True,
+              help="Replay each sleep woken by a replayed thread as a wait for that thread "
+              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--report", "report_file", default=None,
               help="Also write both schedules and their differences as an HTML page.")  # fmt: skip
@@ -225,6 +256,8 @@ def replay_command(
     mem: float,
     seed: int,
     assume: str | None,
+    closed_loop: bool,
+    trace_processor: str | None,
     confidence: float,
     as_json: bool,
     report_file: str | None,
@@ -244,7 +277,7 @@ def replay_command(
         from numasim.assumptions import resolve
 
         resolve(assume, "--assume")  # its errors name the option
-    files = replay.read(trace_path)
+    files = replay.read(trace_path, trace_processor)
     if report_file is not None:
         from numasim.cli import _check_writable
 
@@ -257,7 +290,7 @@ def replay_command(
     machine = Machine.load(machine_spec) if machine_spec is not None else traced
     sched, imported = replay.import_trace(
         files, traced or machine, pids=_pids(pids), comm=comm, keep_kernel=keep_kernel,
-        mem=mem, seed=seed,
+        mem=mem, seed=seed, closed_loop=closed_loop,
     )  # fmt: skip
     workload = Workload(_core.Workload.from_json(json.dumps(imported.workload), files.origin))
     result = simulate(machine, workload, policy, seed=seed, trace=True, assume=assume)
@@ -295,6 +328,8 @@ def replay_command(
         f"{files.origin}: {len(real)} tasks replayed under {policy} on "
         f"{machine.name or 'the machine'} (seed {seed})"
     )
+    if imported.closed is not None:
+        click.echo(_closed_line(imported.closed))
     click.echo(compare.text(summary, real, sim, pids_traced))
     if events_dir is not None:
         click.echo(f"both schedules saved as run events in {events_dir}/real and "

@@ -39,6 +39,7 @@ EVENTS = frozenset(
         "sched_waking",
         "sched_process_fork",
         "sched_process_exit",
+        "sched_process_exec",
         "sched_migrate_task",
         "sched_move_numa",
         "sched_swap_numa",
@@ -80,12 +81,18 @@ class Thread:
     runs: list[tuple[int, int, int]] = field(default_factory=list)
     #: Each time it waited runnable: (start, end, after a wake-up).
     waits: list[tuple[int, int, bool]] = field(default_factory=list)
-    #: Each sleep: (start, end, waker pid; ``None`` when not traced).
+    #: Each sleep: (start, end, waker pid; ``None`` when not traced, or when woken from an
+    #: interrupt or the idle task). The waker is the task sched_waking was traced in (else
+    #: sched_wakeup's), unless the latency flags show interrupt context.
     sleeps: list[tuple[int, int, int | None]] = field(default_factory=list)
     #: Each migration: (time, from CPU, to CPU, kind): a kind of numasim.kernel.parse.KINDS
-    #: read from the event's stack trace, "stopper" (the CPU stopper's: exec, affinity or NUMA
-    #: move), "fork" (placed by sched_wakeup_new off its parent's CPU) or "unknown" (no stack
-    #: traced, or no sched_migrate_task: read from where it ran).
+    #: read from the event's stack trace, "fork" (placed by sched_wakeup_new off its parent's
+    #: CPU), "unknown" (no stack traced, or no sched_migrate_task: read from where it ran) or
+    #: "stopper" (the CPU stopper's, whose cause the trace does not show). A stopper's
+    #: migration is resolved from the events around it (``_Stoppers``): a NUMA move or swap
+    #: traced for it just before (an unknown one too), an affinity change (its stopper woken by
+    #: another task, or a sched_setaffinity call naming it), an exec (it execs before it next
+    #: sleeps).
     migrations: list[tuple[int, int, int, str]] = field(default_factory=list)
     numa_moves: int = 0
     numa_swaps: int = 0
@@ -164,7 +171,12 @@ def schedule(events: list[Event], origin: str) -> Schedule:
         else:
             p.state, p.since = "sleeping", e.ts
 
+    stoppers = _Stoppers()
+    for e in events:  # sched_setaffinity calls: the syscall tracepoints, not scheduler events
+        if e.name.startswith(("sys_enter_sched_setaffinity", "sys_sched_setaffinity(")):
+            stoppers.setaffinity(e)
     early: set[int] = set()  # switches whose switch-out was applied before their line
+    waking: dict[int, int | None] = {}  # pid → its waker at its last sched_waking
     for i, e in enumerate(sched):
         name, ts = e.name, e.ts
         if name == "sched_process_fork":
@@ -181,11 +193,17 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             if t.state in ("new", "unknown"):
                 t.state, t.since, t.woken = "runnable", ts, False
         elif name in ("sched_wakeup", "sched_waking"):
-            if name == "sched_waking":
-                continue  # the wake-up's start; sched_wakeup marks it runnable
+            if name == "sched_waking":  # the wake-up's start, in the waker's context
+                waking[e.int("pid")] = None if e.irq or not e.pid else e.pid
+                continue  # sched_wakeup marks it runnable
             t = thread(e.int("pid"), e, e.text("comm"))
+            waker = None if e.irq or not e.pid else e.pid
+            # a queued wake-up is printed on the sleeper's CPU, in whatever runs there:
+            # sched_waking named the waker
+            waker = waking.pop(t.pid, waker)
+            stoppers.woken(t, waker)
             if t.state == "sleeping":
-                t.sleeps.append((t.since, ts, e.pid if e.pid else None))
+                t.sleeps.append((t.since, ts, waker))
             if t.state in ("sleeping", "unknown"):
                 t.state, t.since, t.woken = "runnable", ts, True
         elif name == "sched_switch":
@@ -199,6 +217,7 @@ def schedule(events: list[Event], origin: str) -> Schedule:
             if prev and i not in early:
                 switch_out(thread(prev, e, e.text("prev_comm")), e)
             if nxt:
+                waking.pop(nxt, None)  # a wake-up that found it runnable: none pending
                 n = thread(nxt, e, e.text("next_comm"))
                 if n.state == "running" and not _switched_out_at_once(
                     sched, i, n, switch_out, early
@@ -218,21 +237,99 @@ def schedule(events: list[Event], origin: str) -> Schedule:
         elif name == "sched_process_exit":
             t = thread(e.int("pid"), e, e.text("comm"))
             t.exit_ts = ts
+        elif name == "sched_process_exec":
+            stoppers.execs.setdefault(e.int("pid"), []).append(ts)
         elif name == "sched_migrate_task":
             src, dst = e.int("orig_cpu"), e.int("dest_cpu")
             top_cpu = max(top_cpu, src, dst)
             if src != dst:
                 t = thread(e.int("pid"), e, e.text("comm"))
                 kind = classify(e.stack) if e.stack is not None else "unknown"
+                kind = stoppers.kind(t, ts, src, dst, kind)
                 t.migrations.append((ts, src, dst, kind))
         elif name == "sched_move_numa":
             thread(e.int("pid"), e).numa_moves += 1
+            stoppers.numa(e.int("pid"), _field(e, "dst_cpu"), "numa_move")
         elif name == "sched_swap_numa":
             thread(e.int("src_pid"), e).numa_swaps += 1
+            # each task goes to the other's CPU
+            stoppers.numa(e.int("src_pid"), _field(e, "dst_cpu"), "numa_swap")
+            if (other := _field(e, "dst_pid")) is not None:
+                stoppers.numa(other, _field(e, "src_cpu"), "numa_swap")
     for t in threads.values():
         if t.state == "running":
             t.runs.append((t.since, end, t.cpu if t.cpu is not None else 0))
+    stoppers.resolve_execs(threads)
     return Schedule(threads, start, end, top_cpu + 1, migrate_events)
+
+
+class _Stoppers:
+    """What tells a CPU-stopper migration's cause (the kernel's migration_cpu_stop moves a
+    running task for sched_exec, an affinity change and NUMA balancing's migrate_task_to alike;
+    migrate_swap_stop, a swap, is told by its own stack):
+
+    - a ``sched_move_numa`` (or ``sched_swap_numa``) of the task to that CPU traced before it,
+      not yet matched: ``numa_move`` (``numa_swap``); the only rule for a migration without a
+      stack (``unknown``), whose tracepoint is traced just before the move;
+    - its stopper thread (``migration/N`` of the source CPU) woken by another task, or a
+      ``sched_setaffinity`` call naming the task since its last migration: ``affinity``
+      (exec and NUMA balancing run in the task's own context);
+    - the task execs (``sched_process_exec``) after it and before it next sleeps: ``exec``;
+    - else it stays ``stopper``.
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[int, list[tuple[int | None, str]]] = {}  # pid → (dst CPU, kind)
+        self.stopper_waker: dict[int, int | None] = {}  # CPU → who last woke its stopper
+        self.affinity: set[int] = set()  # pids named by a sched_setaffinity call
+        self.execs: dict[int, list[int]] = {}
+        self.maybe_exec: list[tuple[Thread, int]] = []  # (thread, index of its migration)
+
+    def setaffinity(self, e: Event) -> None:
+        m = re.search(r"pid:\s*(?:0x)?([0-9a-fA-F]+)", f"{e.name}:{e.body}")
+        if m is not None:
+            pid = int(m[1], 16)
+            self.affinity.add(pid or e.pid)  # 0: the caller
+
+    def woken(self, t: Thread, waker: int | None) -> None:
+        if t.comm.startswith("migration/") and (cpu := t.per_cpu_kthread) is not None:
+            self.stopper_waker[cpu] = waker
+
+    def numa(self, pid: int, dst: int | None, kind: str) -> None:
+        self.pending.setdefault(pid, []).append((dst, kind))
+
+    def kind(self, t: Thread, ts: int, src: int, dst: int, kind: str) -> str:
+        named = t.pid in self.affinity  # a call leads to one migration at most
+        self.affinity.discard(t.pid)
+        if kind not in ("stopper", "unknown"):
+            return kind
+        pending = self.pending.get(t.pid, [])
+        match = next((p for p in pending if p[0] == dst), None)
+        if match is not None:
+            pending.remove(match)
+            return match[1]
+        if kind == "unknown":
+            return kind
+        waker = self.stopper_waker.pop(src, None)
+        if named or (waker is not None and waker != t.pid):
+            return "affinity"
+        self.maybe_exec.append((t, len(t.migrations)))
+        return kind
+
+    def resolve_execs(self, threads: dict[int, Thread]) -> None:
+        for t, i in self.maybe_exec:
+            ts, src, dst, _ = t.migrations[i]
+            sleeps = [a for a, _, _ in t.sleeps if a >= ts]
+            until = min(sleeps) if sleeps else None
+            if any(x >= ts and (until is None or x <= until) for x in self.execs.get(t.pid, [])):
+                t.migrations[i] = (ts, src, dst, "exec")
+
+
+def _field(e: Event, key: str) -> int | None:
+    try:
+        return e.int(key)
+    except ValueError:
+        return None
 
 
 def _switched_out_at_once(

@@ -909,7 +909,15 @@ impl<'a> State<'a> {
             g.memory = GroupMemory::sized(g.threads, app.footprint_mb, app.shared);
             g.app = Some(i);
             g.sync = SyncPoints::new(app.points);
+            g.shared_points = app.shared_points;
         }
+        let shared_points = workload
+            .apps
+            .iter()
+            .filter(|a| a.shared_points)
+            .map(|a| a.points)
+            .max()
+            .unwrap_or(0);
         let total = config.assumptions.exec == Exec::Total;
         let procs = workload
             .processes
@@ -973,6 +981,7 @@ impl<'a> State<'a> {
                 cpus: vec![CpuState::default(); machine.cpus()],
                 procs,
                 groups,
+                shared_sync: SyncPoints::new(shared_points),
                 held: std::collections::BTreeSet::new(),
                 overloaded: crate::cpuset::CpuSet::empty(machine.cpus()),
                 overloaded_count: 0,
@@ -1239,6 +1248,16 @@ fn drive(
     Ok(Outcome::Finished(Box::new(result)))
 }
 
+/// The sync points group `tgid`'s application waits at and signals: its own, or the
+/// workload's shared ones.
+fn sync_of<'s>(w: &'s mut World<'_>, tgid: usize) -> &'s mut SyncPoints {
+    if w.groups[tgid].shared_points {
+        &mut w.shared_sync
+    } else {
+        &mut w.groups[tgid].sync
+    }
+}
+
 /// The segment plan of `pid` if it is a thread of a structured application.
 fn plan_of<'w>(s: &State<'w>, pid: Pid) -> Option<&'w [crate::apps::Segment]> {
     let tgid = s.w.workload.processes[pid].tgid as usize;
@@ -1314,13 +1333,13 @@ fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     }
     if let Some(wait) = plan_of(s, pid).and_then(|plan| plan[0].wait) {
         let tgid = s.w.workload.processes[pid].tgid as usize;
-        if !s.w.groups[tgid].sync.reached(wait.point, wait.count) {
+        if !sync_of(&mut s.w, tgid).reached(wait.point, wait.count) {
             // A pipeline stage's thread with nothing to take yet: created, it blocks on its
             // queue at once (placed when released, as a new thread).
             let p = &mut s.w.procs[pid];
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
-            s.w.groups[tgid].sync.wait(pid, wait.point, wait.count);
+            sync_of(&mut s.w, tgid).wait(pid, wait.point, wait.count);
             return;
         }
     }
@@ -1457,7 +1476,12 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
 /// What a structured thread does after a segment: go on, wait at a sync point, or end.
 enum AfterSegment {
     Continue,
-    Wait { point: u32, count: u32 },
+    Wait {
+        point: u32,
+        count: u32,
+    },
+    /// A timed block of this many ns before the next segment (`Segment::sleep_ns`).
+    Sleep(u64),
     Done,
 }
 
@@ -1473,8 +1497,10 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
             .push((pid, seg as u32, start, s.w.now));
     }
     if let Some(point) = plan[seg].signal {
-        for released in s.w.groups[tgid].sync.signal(point) {
-            s.w.groups[tgid].waking += 1;
+        for released in sync_of(&mut s.w, tgid).signal(point) {
+            // The released thread's group (another one's, with shared points).
+            let group = s.w.workload.processes[released].tgid as usize;
+            s.w.groups[group].waking += 1;
             s.push(s.w.now, Event::SyncDone(released));
         }
     }
@@ -1483,8 +1509,11 @@ fn end_segment(s: &mut State<'_>, pid: Pid, plan: &[crate::apps::Segment]) -> Af
         return AfterSegment::Done;
     }
     s.w.procs[pid].segment = next as u32;
+    if let Some(ns) = plan[next].sleep_ns {
+        return AfterSegment::Sleep(ns);
+    }
     match plan[next].wait {
-        Some(w) if !s.w.groups[tgid].sync.reached(w.point, w.count) => AfterSegment::Wait {
+        Some(w) if !sync_of(&mut s.w, tgid).reached(w.point, w.count) => AfterSegment::Wait {
             point: w.point,
             count: w.count,
         },
@@ -1523,7 +1552,17 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
             let tgid = s.w.workload.processes[pid].tgid as usize;
-            s.w.groups[tgid].sync.wait(pid, point, count);
+            sync_of(&mut s.w, tgid).wait(pid, point, count);
+            s.pelt_update(pid);
+            after_stop(s, policy, cpu);
+            return;
+        }
+        if let Some(AfterSegment::Sleep(ns)) = after {
+            // A timed block: off the runqueue, woken as from IO.
+            let p = &mut s.w.procs[pid];
+            p.state = PState::Blocked;
+            p.blocked_since = s.w.now;
+            s.push(s.w.now + ns, Event::IoDone(pid));
             s.pelt_update(pid);
             after_stop(s, policy, cpu);
             return;

@@ -42,6 +42,8 @@ pub struct World<'a> {
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) procs: Vec<ProcState>,
     pub(crate) groups: Vec<GroupState>,
+    /// The sync points shared by the applications that share theirs (`App::shared_points`).
+    pub(crate) shared_sync: crate::state::SyncPoints,
     pub(crate) workload: &'a Workload,
     pub(crate) held: std::collections::BTreeSet<Pid>,
     /// CPUs with two or more runnable tasks, and how many.
