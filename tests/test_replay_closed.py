@@ -148,6 +148,12 @@ def test_import_trace_and_replay_commands_take_closed_loop(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0 and "closed loop: 3 sleeps" in text
     assert "turnaround_ms  real       8.50  sim       8.50  diff      +0.00" in text
+    code = main(["replay", str(PING_PONG), "--comm", PAIR, "--policy", "linux26",
+                 "--closed-loop", "--json"])  # fmt: skip
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["closed_loop"] == {"waits": 3, "timed": {}}
+    code = main(["replay", str(PING_PONG), "--comm", PAIR, "--policy", "linux26", "--json"])
+    assert code == 0 and "closed_loop" not in json.loads(capsys.readouterr().out)
 
 
 def test_a_real_kernel_trace_replays_closed_loop_to_the_end():

@@ -188,12 +188,15 @@ def _summary(imported, machine) -> dict:
         "alive_at_start": [t.pid for t in imported.alive_at_start],
         "alive_at_end": [t.pid for t in imported.alive_at_end],
         "notes": imported.notes,
-        **(
-            {"closed_loop": {"waits": imported.closed.waits, "timed": dict(imported.closed.timed)}}
-            if imported.closed is not None
-            else {}
-        ),
+        **_closed_json(imported),
     }
+
+
+def _closed_json(imported) -> dict:
+    """The closed loop's counts for --json (nothing under open loop)."""
+    if imported.closed is None:
+        return {}
+    return {"closed_loop": {"waits": imported.closed.waits, "timed": dict(imported.closed.timed)}}
 
 
 @click.command(name="export-rtapp")
@@ -321,7 +324,7 @@ def replay_command(
         _save_run(record, result, workload, Path(events_dir) / "simulated")
     if as_json:
         out = {"policy": policy, "machine": machine.name, "traced_pids": pids_traced, **summary,
-               "real": real, "sim": sim}  # fmt: skip
+               **_closed_json(imported), "real": real, "sim": sim}  # fmt: skip
         click.echo(json.dumps(out, indent=1))
         return
     click.echo(
