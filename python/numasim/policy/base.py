@@ -41,12 +41,13 @@ class Context:
     """
 
     def __init__(self, raw: Any, options: dict[str, Any]) -> None:
-        cols = raw.cpu_columns()
+        from numasim.policy.view import _CPU_OFFSETS, Columns
+
         self.options = options
         self.seed: int = raw.run_seed
         self.rng = random.Random(self.seed)
         #: The node of each CPU.
-        self.cpu_node = np.frombuffer(cols[0], dtype=np.int64)
+        self.cpu_node = Columns(raw.cpu_columns(), _CPU_OFFSETS).node
         self.cpus = len(self.cpu_node)
         #: SLIT distances between nodes (10 = local).
         self.distances = np.array(raw.distances(), dtype=np.int64)

@@ -8,26 +8,53 @@ from typing import Any
 
 import numpy as np
 
-_CPU_COLUMNS = ("node", "nr_running", "current", "idle", "load", "load_1", "load_2", "speed")
-_CPU_TYPES = (np.int64, np.int64, np.int64, np.bool_, np.int64, np.int64, np.int64, np.float64)
-_TASK_COLUMNS = ("pid", "cpu", "node", "tgid", "running", "cpu_ns", "load", "origin_cpu",
-                 "origin_node")  # fmt: skip
-_TASK_TYPES = (np.int64,) * 4 + (np.bool_, np.int64, np.float64, np.int64, np.int64)
+#: Each column set as the core lays it out in its one buffer (``column_bytes`` in the
+#: bindings): the 8-byte columns in turn, then the one-byte ones, each a row per CPU or task.
+_CPU_LAYOUT = (("node", np.int64), ("nr_running", np.int64), ("current", np.int64),
+               ("load", np.int64), ("load_1", np.int64), ("load_2", np.int64),
+               ("speed", np.float64), ("idle", np.bool_))  # fmt: skip
+_TASK_LAYOUT = (("pid", np.int64), ("cpu", np.int64), ("node", np.int64), ("tgid", np.int64),
+                ("cpu_ns", np.int64), ("origin_cpu", np.int64), ("origin_node", np.int64),
+                ("load", np.float64), ("running", np.bool_))  # fmt: skip
+
+
+def _offsets(layout: tuple[tuple[str, type], ...]) -> tuple[dict[str, tuple[type, int]], int]:
+    """Each column's type and bytes per row before it, and the bytes of a row."""
+    out, at = {}, 0
+    for name, t in layout:
+        out[name] = (t, at)
+        at += np.dtype(t).itemsize
+    return out, at
+
+
+_CPU_OFFSETS = _offsets(_CPU_LAYOUT)
+_TASK_OFFSETS = _offsets(_TASK_LAYOUT)
 
 
 class Columns:
-    """Named NumPy arrays of equal length (read-only)."""
+    """Named NumPy arrays of equal length (read-only), views of one buffer the core filled;
+    a column's array is made the first time it is read."""
 
-    def __init__(self, names: tuple[str, ...], arrays: list[np.ndarray]) -> None:
-        self._names = names
-        for name, a in zip(names, arrays, strict=True):
-            setattr(self, name, a)
+    def __init__(self, buf: bytes, layout: tuple[dict[str, tuple[type, int]], int]) -> None:
+        self._buf = buf
+        self._layout = layout[0]
+        self._rows = len(buf) // layout[1]
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            t, before = self._layout[name]
+        except KeyError:
+            known = ", ".join(self._layout)
+            raise AttributeError(f"no column '{name}' (columns: {known})") from None
+        a = np.frombuffer(self._buf, dtype=t, count=self._rows, offset=before * self._rows)
+        self.__dict__[name] = a
+        return a
 
     def __len__(self) -> int:
-        return len(getattr(self, self._names[0]))
+        return self._rows
 
     def __repr__(self) -> str:
-        return f"Columns({', '.join(self._names)}; {len(self)} rows)"
+        return f"Columns({', '.join(self._layout)}; {self._rows} rows)"
 
 
 class View:
@@ -58,22 +85,21 @@ class View:
 
     @property
     def cpus(self) -> Columns:
-        self._cpus = self._columns(self._cpus, "cpu_columns", _CPU_COLUMNS, _CPU_TYPES)
+        self._cpus = self._columns(self._cpus, "cpu_columns", _CPU_OFFSETS)
         return self._cpus
 
     @property
     def tasks(self) -> Columns:
-        self._tasks = self._columns(self._tasks, "task_columns", _TASK_COLUMNS, _TASK_TYPES)
+        self._tasks = self._columns(self._tasks, "task_columns", _TASK_OFFSETS)
         return self._tasks
 
-    def _columns(self, kept: Columns | None, fetch: str, names: Any, types: Any) -> Columns:
-        """``kept``, or the columns the core fills (``fetch``: the raw view's method) as NumPy
-        arrays over its buffers; either way the view must still be alive (raises once dead)."""
+    def _columns(self, kept: Columns | None, fetch: str, layout: Any) -> Columns:
+        """``kept``, or the column set the core fills (``fetch``: the raw view's method, one
+        buffer); either way the view must still be alive (raises once dead)."""
         if kept is not None:
             self._raw.now  # noqa: B018 (raises once dead)
             return kept
-        raw = getattr(self._raw, fetch)()  # raises once dead
-        return Columns(names, [np.frombuffer(b, dtype=t) for b, t in zip(raw, types, strict=True)])
+        return Columns(getattr(self._raw, fetch)(), layout)  # raises once dead
 
     def queued(self, cpu: int) -> list[int]:
         """The queued (not running) pids of ``cpu``, front (next to run) first."""
