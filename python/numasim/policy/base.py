@@ -41,13 +41,13 @@ class Context:
     """
 
     def __init__(self, raw: Any, options: dict[str, Any]) -> None:
-        from numasim.policy.view import _CPU_OFFSETS, Columns
+        from numasim.policy.view import CpuColumns
 
         self.options = options
         self.seed: int = raw.run_seed
         self.rng = random.Random(self.seed)
         #: The node of each CPU.
-        self.cpu_node = Columns(raw.cpu_columns(), _CPU_OFFSETS).node
+        self.cpu_node = CpuColumns(raw.cpu_columns()).node
         self.cpus = len(self.cpu_node)
         #: SLIT distances between nodes (10 = local).
         self.distances = np.array(raw.distances(), dtype=np.int64)

@@ -18,43 +18,52 @@ _TASK_LAYOUT = (("pid", np.int64), ("cpu", np.int64), ("node", np.int64), ("tgid
                 ("load", np.float64), ("running", np.bool_))  # fmt: skip
 
 
-def _offsets(layout: tuple[tuple[str, type], ...]) -> tuple[dict[str, tuple[type, int]], int]:
-    """Each column's type and bytes per row before it, and the bytes of a row."""
-    out, at = {}, 0
-    for name, t in layout:
-        out[name] = (t, at)
-        at += np.dtype(t).itemsize
-    return out, at
-
-
-_CPU_OFFSETS = _offsets(_CPU_LAYOUT)
-_TASK_OFFSETS = _offsets(_TASK_LAYOUT)
-
-
 class Columns:
     """Named NumPy arrays of equal length (read-only), views of one buffer the core filled;
-    a column's array is made the first time it is read."""
+    a column's array is made the first time it is read (``CpuColumns``, ``TaskColumns``)."""
 
-    def __init__(self, buf: bytes, layout: tuple[dict[str, tuple[type, int]], int]) -> None:
+    _names: tuple[str, ...] = ()
+    _row_bytes = 1
+
+    def __init__(self, buf: bytes) -> None:
         self._buf = buf
-        self._layout = layout[0]
-        self._rows = len(buf) // layout[1]
-
-    def __getattr__(self, name: str) -> np.ndarray:
-        try:
-            t, before = self._layout[name]
-        except KeyError:
-            known = ", ".join(self._layout)
-            raise AttributeError(f"no column '{name}' (columns: {known})") from None
-        a = np.frombuffer(self._buf, dtype=t, count=self._rows, offset=before * self._rows)
-        self.__dict__[name] = a
-        return a
+        self._rows = len(buf) // self._row_bytes
 
     def __len__(self) -> int:
         return self._rows
 
     def __repr__(self) -> str:
-        return f"Columns({', '.join(self._layout)}; {self._rows} rows)"
+        return f"{type(self).__name__}({', '.join(self._names)}; {self._rows} rows)"
+
+
+class _Column:
+    """A column of type ``t`` that starts ``before`` bytes a row into the buffer: made on its
+    first read, then kept in the instance (which a later read finds first)."""
+
+    def __init__(self, name: str, t: type, before: int) -> None:
+        self.name, self.t, self.before = name, t, before
+
+    def __get__(self, obj: Columns | None, owner: type) -> Any:
+        if obj is None:
+            return self
+        rows = obj._rows
+        a = np.frombuffer(obj._buf, dtype=self.t, count=rows, offset=self.before * rows)
+        obj.__dict__[self.name] = a
+        return a
+
+
+def _columns_class(name: str, layout: tuple[tuple[str, type], ...]) -> type[Columns]:
+    attrs: dict[str, Any] = {"_names": tuple(n for n, _ in layout), "__doc__": Columns.__doc__}
+    at = 0
+    for column, t in layout:
+        attrs[column] = _Column(column, t, at)
+        at += np.dtype(t).itemsize
+    attrs["_row_bytes"] = at
+    return type(name, (Columns,), attrs)
+
+
+CpuColumns = _columns_class("CpuColumns", _CPU_LAYOUT)
+TaskColumns = _columns_class("TaskColumns", _TASK_LAYOUT)
 
 
 class View:
@@ -85,21 +94,21 @@ class View:
 
     @property
     def cpus(self) -> Columns:
-        self._cpus = self._columns(self._cpus, "cpu_columns", _CPU_OFFSETS)
+        self._cpus = self._columns(self._cpus, "cpu_columns", CpuColumns)
         return self._cpus
 
     @property
     def tasks(self) -> Columns:
-        self._tasks = self._columns(self._tasks, "task_columns", _TASK_OFFSETS)
+        self._tasks = self._columns(self._tasks, "task_columns", TaskColumns)
         return self._tasks
 
-    def _columns(self, kept: Columns | None, fetch: str, layout: Any) -> Columns:
+    def _columns(self, kept: Columns | None, fetch: str, kind: type[Columns]) -> Columns:
         """``kept``, or the column set the core fills (``fetch``: the raw view's method, one
         buffer); either way the view must still be alive (raises once dead)."""
         if kept is not None:
             self._raw.now  # noqa: B018 (raises once dead)
             return kept
-        return Columns(getattr(self._raw, fetch)(), layout)  # raises once dead
+        return kind(getattr(self._raw, fetch)())  # raises once dead
 
     def queued(self, cpu: int) -> list[int]:
         """The queued (not running) pids of ``cpu``, front (next to run) first."""
