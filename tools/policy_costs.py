@@ -82,6 +82,7 @@ def main() -> None:
         probes = Path(tmp) / "probes.py"
         probes.write_text(PROBES)
         rows = [("linux26 alone", None),
+                ("node-push alone (nodebal.py's rule in Rust: its run)", "node-push"),
                 ("machine-wide, empty callback", f"py:{probes}:Empty"),
                 ("machine-wide, reads tasks.pid, tasks.load, cpus.nr_running",
                  f"py:{probes}:Columns"),
@@ -93,13 +94,13 @@ def main() -> None:
                  f"py:{examples / 'random_steal.py'}:RandomSteal")]  # fmt: skip
         base = None
         for title, text in rows:
-            spec = parse(text, "policy_costs") if text else None
+            spec = parse(text, "policy_costs") if text and text.startswith("py:") else None
             best = float("inf")
             for _ in range(args.repeat):
                 adapter = spec.adapter() if spec else None
                 t = time.perf_counter()
-                _core.simulate_summary(m._core, d, w, spec.base if spec else "linux26", "",
-                                       adapter)  # fmt: skip
+                _core.simulate_summary(m._core, d, w, spec.base if spec else text or "linux26",
+                                       "", adapter)  # fmt: skip
                 best = min(best, time.perf_counter() - t)
             base = best if base is None else base
             n = calls(m, d, w, spec) if spec else 0

@@ -11,6 +11,8 @@ same rule in Rust; a test holds the two to the same results.
         --policy py:examples/policies/nodebal.py:NodeBalancer:threshold=0.17
 """
 
+import numpy as np
+
 from numasim.policy import Move, Policy
 
 
@@ -20,46 +22,42 @@ class NodeBalancer(Policy):
     options = {"threshold": 0.17}
 
     def setup(self, ctx):
-        self.node_cpus = [list(map(int, cpus)) for cpus in ctx.node_cpus]
+        self.node_cpus = ctx.node_cpus  # each node's CPUs, in id order
+        self.node_size = np.array([len(c) for c in ctx.node_cpus], dtype=float)
         self.cpus = ctx.cpus
 
     def balance(self, view):
         t = self.options["threshold"]
         tasks = view.tasks
-        node, load, running = tasks.node.tolist(), tasks.load.tolist(), tasks.running.tolist()
-        pids, nr = tasks.pid.tolist(), view.cpus.nr_running.tolist()
-        nodes = len(self.node_cpus)
-        # 1. Each node's load (in task order) and its share of the machine's.
-        loads = [0.0] * nodes
-        for n, x in zip(node, load):
-            loads[n] += x
-        per_cpu = sum(loads) / self.cpus
-        target = [per_cpu * len(c) for c in self.node_cpus]
-        # 2. Push nodes most above target first, pull nodes most below first.
-        push = [n for n in range(nodes) if loads[n] > target[n] * (1 + t)]
-        push.sort(key=lambda n: (-(loads[n] - target[n]), n))
-        pull = [n for n in range(nodes) if loads[n] < target[n] * (1 - t)]
-        pull.sort(key=lambda n: (loads[n] - target[n], n))
+        # 1. Each node's load (summed in task order) and its share of the machine's.
+        loads = np.bincount(tasks.node, weights=tasks.load, minlength=len(self.node_cpus))
+        target = sum(loads.tolist()) / self.cpus * self.node_size
+        # 2. Push nodes most above target first, pull nodes most below first (ties: lower id).
+        push = np.flatnonzero(loads > target * (1 + t))
+        pull = np.flatnonzero(loads < target * (1 - t))
+        if not (push.size and pull.size):
+            return None
+        push = push[np.argsort(target[push] - loads[push], kind="stable")]
+        pull = pull[np.argsort(loads[pull] - target[pull], kind="stable")]
         # 3. One task per (push, pull) pair: the queued one closest to half the imbalance.
-        moved, added, moves = set(), [0] * self.cpus, []
+        nr, movable, moves = view.cpus.nr_running.copy(), ~tasks.running, []
         for p in push:
             for q in pull:
                 surplus, deficit = loads[p] - target[p], target[q] - loads[q]
                 if surplus <= 0 or deficit <= 0:
                     continue
                 least = min(surplus, deficit)
-                amount = least / 2
-                candidates = [i for i in range(len(pids))
-                              if node[i] == p and not running[i] and i not in moved]
-                if not candidates:
+                candidates = np.flatnonzero(movable & (tasks.node == p))
+                if not candidates.size:
                     break
-                i = min(candidates, key=lambda i: (abs(load[i] - amount), i))
-                if load[i] >= 2 * least:
+                i = candidates[np.argmin(np.abs(tasks.load[candidates] - least / 2))]
+                if tasks.load[i] >= 2 * least:
                     continue  # the move would not shrink both imbalances
-                to = min(self.node_cpus[q], key=lambda c: (nr[c] + added[c], c))
-                moved.add(i)
-                added[to] += 1
-                loads[p] -= load[i]
-                loads[q] += load[i]
-                moves.append(Move(pids[i], to))
+                cpus = self.node_cpus[q]
+                to = cpus[np.argmin(nr[cpus])]  # fewest tasks (counting moves made), lowest id
+                movable[i] = False
+                nr[to] += 1
+                loads[p] -= tasks.load[i]
+                loads[q] += tasks.load[i]
+                moves.append(Move(int(tasks.pid[i]), int(to)))
         return moves
