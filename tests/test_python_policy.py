@@ -7,6 +7,8 @@ result depends on string hashing; Ctrl-C stops a run inside Python callbacks."""
 
 from __future__ import annotations
 
+import functools
+import re
 import signal
 import sqlite3
 import textwrap
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "policies"
 NODEBAL = f"py:{EXAMPLES / 'nodebal.py'}:NodeBalancer"
 #: Every example class: its file and name.
-EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_home.py", "OriginHome"),
+EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_select.py", "OriginSelect"),
                    ("random_steal.py", "RandomSteal"), ("idle_pull.py", "IdlePull")]  # fmt: skip
 
 
@@ -49,6 +51,37 @@ def test_nodebal_in_python_is_node_push_in_rust_bit_for_bit(preset, spec):
         assert py.raw_json == rust.raw_json
     kinds = dict(py.raw["summary"]["migrations_by_kind"])
     assert kinds["push"] > 0, "the balancer pushed tasks"
+
+
+@pytest.mark.parametrize(
+    ("preset", "spec"),
+    [("numa-4x8", "n=200,kind=mixed,exec=100,arrival=random"),
+     ("mehta-m1", "n=200,kind=mixed,exec=100,arrival=random")],
+)  # fmt: skip
+def test_origin_selection_in_python_is_origin_aware_ri_lb_in_rust_bit_for_bit(preset, spec):
+    m = Machine.preset(preset)
+    differs = 0
+    for seed in (1, 2, 3):
+        for domains in ("multilevel", "two-level"):
+            run = functools.partial(numasim.simulate, m, spec, seed=seed, domains=domains,
+                                    trace=True)  # fmt: skip
+            py = run(policy=f"py:{EXAMPLES / 'origin_select.py'}:OriginSelect")
+            assert py.raw_json == run(policy="origin-aware:si-lb=off").raw_json
+            differs += py.raw_json != run(policy="linux26").raw_json
+    assert differs > 0, "the order changed which tasks linux26's pulls took"
+
+
+def test_random_stealing_gated_on_idle_alone_steals_the_same(tmp_path):
+    source = (EXAMPLES / "random_steal.py").read_text()
+    assert 'balance_cpu_when = "idle+overloaded"' in source
+    idle = tmp_path / "idle.py"
+    idle.write_text(source.replace('"idle+overloaded"', '"idle"'))
+    m = Machine.preset("mehta-m1")
+    spec = "n=200,kind=mixed,exec=100,arrival=random"
+    narrow = numasim.simulate(m, spec, policy=f"py:{EXAMPLES / 'random_steal.py'}:RandomSteal")
+    wide = numasim.simulate(m, spec, policy=f"py:{idle}:RandomSteal")
+    assert narrow.raw_json == wide.raw_json
+    assert narrow.raw["summary"]["policy_metrics"][0][1] > 0
 
 
 def test_every_example_runs_and_the_toy_reports_its_metric(run):
@@ -119,6 +152,40 @@ def test_each_wrong_answer_stops_the_run_with_one_line(run, tmp_path, answer, ex
     assert line.startswith(f"numasim: error: policy py:{path}:P: balance at 10.000 ms"), line
     head, _, tail = expected.partition("{pid}")
     assert head in line and line.endswith(tail if tail else expected), line
+
+
+RANK_ERRORS = [
+    ("return [0]", r"rank at \d+\.\d{3} ms on CPU \d+: 1 ranks for (\d+) tasks "
+     r"\(pids \[[\d, ]+\]\): one integer per task"),
+    ("return [0.5] * len(tasks)", r"rank at \d+\.\d{3} ms on CPU \d+: rank returned list "
+     r"\[0\.5, 0\.5[0-9., ]*\], not one integer per task"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("answer", "expected"), RANK_ERRORS)
+def test_a_wrong_rank_names_the_hook_time_and_cpu(run, tmp_path, answer, expected):
+    body = f"""
+    class P(Policy):
+        def rank(self, view, cpu, tasks):
+            {answer}
+    """
+    line = run_error(run, tmp_path, body, "n=200,kind=mixed,exec=100,arrival=random")
+    found = re.fullmatch(expected, line)
+    assert found, line
+    assert not found.groups() or int(found.group(1)) >= 2, "asked only when there is a choice"
+
+
+def test_rank_over_a_base_without_that_choice_is_refused(run, tmp_path):
+    body = """
+    class P(Policy):
+        base = "linux"
+
+        def rank(self, view, cpu, tasks):
+            return [0] * len(tasks)
+    """
+    line = run_error(run, tmp_path, body)
+    assert line == ("rank orders the tasks a pull takes, and the base linux has no such "
+                    "choice (linux26 has)"), line  # fmt: skip
 
 
 def test_a_wrong_placement_names_the_hook_and_cpu(run, tmp_path):

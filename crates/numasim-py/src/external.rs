@@ -218,10 +218,16 @@ pub struct PyCallbacks {
 
 impl PyCallbacks {
     /// The callbacks of `adapter` and the hooks it overrides (its `hooks()`: `(period_ns or
-    /// None, gate or None, place, metrics)`).
+    /// None, gate or None, place, metrics, rank)`).
     pub fn new(py: Python<'_>, adapter: Py<PyAny>) -> PyResult<(Self, Hooks)> {
-        let (period_ns, gate, place, metrics): (Option<u64>, Option<String>, bool, bool) =
-            adapter.call_method0(py, "hooks")?.extract(py)?;
+        #[allow(clippy::type_complexity)] // the Python shape
+        let (period_ns, gate, place, metrics, rank): (
+            Option<u64>,
+            Option<String>,
+            bool,
+            bool,
+            bool,
+        ) = adapter.call_method0(py, "hooks")?.extract(py)?;
         let balance_cpu = gate
             .map(|g| Gate::parse("balance_cpu_when", &g))
             .transpose()
@@ -231,6 +237,7 @@ impl PyCallbacks {
             balance_cpu,
             place,
             metrics,
+            rank,
         };
         let cb = Self {
             adapter,
@@ -379,6 +386,32 @@ impl Callbacks for PyCallbacks {
                         a.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string())
                     ))
                 })
+            },
+        )
+    }
+
+    fn rank(
+        &mut self,
+        view: &View<'_>,
+        this_cpu: CpuId,
+        busiest: CpuId,
+        candidates: &[Pid],
+        out: &mut Vec<i64>,
+    ) -> Result<(), Failure> {
+        self.with_view(
+            view,
+            "rank",
+            |py, raw| (raw, this_cpu, busiest, candidates.to_vec()).into_pyobject(py),
+            |a| {
+                let ranks: Vec<i64> = a.extract().map_err(|_| {
+                    Failure::Type(format!(
+                        "rank returned {} {}, not one integer per task",
+                        type_name(a),
+                        a.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                    ))
+                })?;
+                out.extend(ranks);
+                Ok(())
             },
         )
     }

@@ -66,6 +66,28 @@ CpuColumns = _columns_class("CpuColumns", _CPU_LAYOUT)
 TaskColumns = _columns_class("TaskColumns", _TASK_LAYOUT)
 
 
+class Rows:
+    """Some rows of a column set, in a given order: each column is the set's column at those
+    rows (a NumPy array, made on first read)."""
+
+    def __init__(self, columns: Columns, rows: np.ndarray) -> None:
+        self._columns = columns
+        self.rows = rows
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name not in self._columns._names:
+            raise AttributeError(f"no column '{name}' (columns: {', '.join(self._columns._names)})")
+        a = getattr(self._columns, name)[self.rows]
+        self.__dict__[name] = a
+        return a
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"Rows({', '.join(self._columns._names)}; {len(self.rows)} rows)"
+
+
 class View:
     """The run's state at one instant.
 
