@@ -8,6 +8,7 @@ result depends on string hashing; Ctrl-C stops a run inside Python callbacks."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 import signal
 import sqlite3
@@ -18,11 +19,12 @@ import numasim
 import pandas as pd
 import pytest
 from numasim import PolicyError
-from numasim.machine import Machine
+from numasim.machine import Machine, data_dir
 from test_signals import Command
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "policies"
+#: The example policies: package data (a source checkout shows them as examples/policies).
+EXAMPLES = data_dir("policies")
 NODEBAL = f"py:{EXAMPLES / 'nodebal.py'}:NodeBalancer"
 #: Every example class: its file and name.
 EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_select.py", "OriginSelect"),
@@ -94,6 +96,22 @@ def test_every_example_runs_and_the_toy_reports_its_metric(run):
     r = numasim.simulate(m, spec, policy=f"py:{EXAMPLES / 'random_steal.py'}:RandomSteal")
     (name, steals), *_ = r.raw["summary"]["policy_metrics"]
     assert name == "steals" and steals > 0
+
+
+def test_the_examples_are_one_copy_and_bench_reads_them_from_the_package(run, tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    assert (ROOT / "examples" / "policies").resolve() == EXAMPLES.resolve()
+    assert {p.name for p in EXAMPLES.glob("*.py")} == {f for f, _ in EXAMPLE_CLASSES}
+    listed = run("list", "examples").out
+    for file, cls in EXAMPLE_CLASSES:
+        assert f"--policy py:{EXAMPLES / file}:{cls}\n" in listed
+    monkeypatch.chdir(tmp_path)  # no source checkout here
+    (tmp_path / "nodebal.py").write_text("raise SystemExit('not this file')\n")
+    r = run("bench", "--policies", "--json")
+    assert r.code == 0, r.err
+    rows = {row["name"]: row for row in json.loads(r.out)}
+    assert set(rows) == {"base", "machine-wide", "per-cpu"}
+    assert rows["base"]["ratio"] == 1.0 and rows["machine-wide"]["limit"] == 5
 
 
 def run_error(run, tmp_path, body: str, workload: str = "n=40,kind=cpu,exec=100") -> str:

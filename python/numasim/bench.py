@@ -96,19 +96,18 @@ def run_policies() -> list[dict[str, Any]]:
     """Each policy of data/bench/policies.toml, the fastest of ``repeat`` runs in this process,
     with its ratio to the first (the base alone)."""
     import time
-    from pathlib import Path
 
     from numasim.policy import parse
 
     pb = policy_bench()
-    root = Path(__file__).resolve().parents[2]  # the source checkout: examples/ is there
+    examples = data_dir("policies")  # the example policies ship with the package
     m = _machine(pb["machine"])
     w = _core.Workload.generate(m._core, pb["workload"], pb["seed"])
     d = _core.Domains.build(m._core, pb["domains"])
     out = []
     for p in pb["policy"]:
         text = p["policy"]
-        spec = parse(text.replace("py:", f"py:{root}/", 1), "policies.toml") if (
+        spec = parse(text.replace("py:", f"py:{examples}/", 1), "policies.toml") if (
             text.startswith("py:")) else None  # fmt: skip
         best = float("inf")
         for _ in range(pb.get("repeat", 1)):

@@ -12,7 +12,6 @@ same rule in Rust; a test holds the two to the same results.
 """
 
 import numpy as np
-
 from numasim.policy import Move, Policy
 
 

@@ -14,7 +14,6 @@ of ``origin-aware:si-lb=off`` (RI-LB alone, without the sender-initiated pass) b
 """
 
 import numpy as np
-
 from numasim.policy import Policy
 
 

@@ -14,7 +14,6 @@ asked many more times for nothing).
 """
 
 import numpy as np
-
 from numasim.policy import Move, Policy
 
 
