@@ -340,14 +340,16 @@ def test_jobs_and_dask_give_the_one_process_results(run, tmp_path, local_cluster
 
 
 def test_an_experiment_file_names_a_policy_file_beside_it(run, tmp_path):
-    (tmp_path / "nodebal.py").write_text((EXAMPLES / "nodebal.py").read_text())
+    for file, _ in EXAMPLE_CLASSES:
+        (tmp_path / file).write_text((EXAMPLES / file).read_text())
+    others = ", ".join(f'"py:{f}:{c}"' for f, c in EXAMPLE_CLASSES if f != "nodebal.py")
     exp = tmp_path / "e.toml"
-    exp.write_text(textwrap.dedent("""
+    exp.write_text(textwrap.dedent(f"""
         name = "python-policy"
         title = "linux26 against a node push balancer written in Python"
         machines = ["numa-4x8"]
         baseline = "linux26"
-        policies = ["py:nodebal.py:NodeBalancer:threshold=0.1", "node-push:threshold=0.1"]
+        policies = ["py:nodebal.py:NodeBalancer:threshold=0.1", "node-push:threshold=0.1", {others}]
         replications = 3
         seed = 3
 
@@ -362,9 +364,13 @@ def test_an_experiment_file_names_a_policy_file_beside_it(run, tmp_path):
     r = run("reproduce", exp, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     rows = pd.read_csv(out / "runs.csv")
-    py = rows[rows.policy.str.startswith("py:")].drop(columns="policy").reset_index(drop=True)
-    rust = rows[rows.policy.str.startswith("node-push")].drop(columns="policy")
-    pd.testing.assert_frame_equal(py, rust.reset_index(drop=True))
+    assert rows.policy.nunique() == 2 + len(EXAMPLE_CLASSES), "every example ran"
+
+    def runs_of(prefix: str) -> pd.DataFrame:
+        of = rows[rows.policy.str.startswith(prefix)]
+        return of.drop(columns="policy").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(runs_of("py:nodebal.py"), runs_of("node-push"))
 
 
 @pytest.mark.parametrize(("file", "cls"), EXAMPLE_CLASSES)
