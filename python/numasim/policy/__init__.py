@@ -20,14 +20,16 @@ simulated time, the CPU and the offending item (``numasim.PolicyError``).
 
 from numasim.policy.base import Context, Move, Pages, Policy
 from numasim.policy.spec import PolicySpec, is_python_spec, parse
-from numasim.policy.view import View
+from numasim.policy.view import Columns, Rows, View
 
 __all__ = [
+    "Columns",
     "Context",
     "Move",
     "Pages",
     "Policy",
     "PolicySpec",
+    "Rows",
     "View",
     "is_python_spec",
     "parse",

@@ -36,10 +36,10 @@
 //! balancer, not of its code); with per-CPU balancing overridden the base's tick, kicks and
 //! nohz balancing are not run.
 
-use crate::domains::sd;
-use crate::error::InputError;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::domains::sd;
+use crate::error::InputError;
 use crate::interface::{
     Attempt, BalanceKind, MigrationKind, Move, PState, PageMove, Pid, Policy, PolicyContext, Quiet,
     TaskOrder, View,
