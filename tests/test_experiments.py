@@ -213,7 +213,7 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         ),
         (
             ('"linux26@flat"', '"origin-aware:v3=on@flat"'),
-            "unknown origin-aware option 'v3'; choose from v1, v2, min-load, nearest, si",
+            "unknown origin-aware option 'v3'; choose from v1, v2, min-load, nearest, si, si-lb",
         ),
         (
             ('"linux26@flat"', '"linux26:v1=off@flat"'),

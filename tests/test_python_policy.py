@@ -7,6 +7,9 @@ result depends on string hashing; Ctrl-C stops a run inside Python callbacks."""
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 import signal
 import sqlite3
 import textwrap
@@ -16,14 +19,15 @@ import numasim
 import pandas as pd
 import pytest
 from numasim import PolicyError
-from numasim.machine import Machine
+from numasim.machine import Machine, data_dir
 from test_signals import Command
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "policies"
+#: The example policies: package data (a source checkout shows them as examples/policies).
+EXAMPLES = data_dir("policies")
 NODEBAL = f"py:{EXAMPLES / 'nodebal.py'}:NodeBalancer"
 #: Every example class: its file and name.
-EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_home.py", "OriginHome"),
+EXAMPLE_CLASSES = [("nodebal.py", "NodeBalancer"), ("origin_select.py", "OriginSelect"),
                    ("random_steal.py", "RandomSteal"), ("idle_pull.py", "IdlePull")]  # fmt: skip
 
 
@@ -51,6 +55,37 @@ def test_nodebal_in_python_is_node_push_in_rust_bit_for_bit(preset, spec):
     assert kinds["push"] > 0, "the balancer pushed tasks"
 
 
+@pytest.mark.parametrize(
+    ("preset", "spec"),
+    [("numa-4x8", "n=200,kind=mixed,exec=100,arrival=random"),
+     ("mehta-m1", "n=200,kind=mixed,exec=100,arrival=random")],
+)  # fmt: skip
+def test_origin_selection_in_python_is_origin_aware_ri_lb_in_rust_bit_for_bit(preset, spec):
+    m = Machine.preset(preset)
+    differs = 0
+    for seed in (1, 2, 3):
+        for domains in ("multilevel", "two-level"):
+            run = functools.partial(numasim.simulate, m, spec, seed=seed, domains=domains,
+                                    trace=True)  # fmt: skip
+            py = run(policy=f"py:{EXAMPLES / 'origin_select.py'}:OriginSelect")
+            assert py.raw_json == run(policy="origin-aware:si-lb=off").raw_json
+            differs += py.raw_json != run(policy="linux26").raw_json
+    assert differs > 0, "the order changed which tasks linux26's pulls took"
+
+
+def test_random_stealing_gated_on_idle_alone_steals_the_same(tmp_path):
+    source = (EXAMPLES / "random_steal.py").read_text()
+    assert 'balance_cpu_when = "idle+overloaded"' in source
+    idle = tmp_path / "idle.py"
+    idle.write_text(source.replace('"idle+overloaded"', '"idle"'))
+    m = Machine.preset("mehta-m1")
+    spec = "n=200,kind=mixed,exec=100,arrival=random"
+    narrow = numasim.simulate(m, spec, policy=f"py:{EXAMPLES / 'random_steal.py'}:RandomSteal")
+    wide = numasim.simulate(m, spec, policy=f"py:{idle}:RandomSteal")
+    assert narrow.raw_json == wide.raw_json
+    assert narrow.raw["summary"]["policy_metrics"][0][1] > 0
+
+
 def test_every_example_runs_and_the_toy_reports_its_metric(run):
     for file, cls in EXAMPLE_CLASSES:
         r = run("run", "--machine", "numa-4x8", "--workload", "n=100,kind=cpu,exec=100,"
@@ -61,6 +96,22 @@ def test_every_example_runs_and_the_toy_reports_its_metric(run):
     r = numasim.simulate(m, spec, policy=f"py:{EXAMPLES / 'random_steal.py'}:RandomSteal")
     (name, steals), *_ = r.raw["summary"]["policy_metrics"]
     assert name == "steals" and steals > 0
+
+
+def test_the_examples_are_one_copy_and_bench_reads_them_from_the_package(run, tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    assert (ROOT / "examples" / "policies").resolve() == EXAMPLES.resolve()
+    assert {p.name for p in EXAMPLES.glob("*.py")} == {f for f, _ in EXAMPLE_CLASSES}
+    listed = run("list", "examples").out
+    for file, cls in EXAMPLE_CLASSES:
+        assert f"--policy py:{EXAMPLES / file}:{cls}\n" in listed
+    monkeypatch.chdir(tmp_path)  # no source checkout here
+    (tmp_path / "nodebal.py").write_text("raise SystemExit('not this file')\n")
+    r = run("bench", "--policies", "--json")
+    assert r.code == 0, r.err
+    rows = {row["name"]: row for row in json.loads(r.out)}
+    assert set(rows) == {"base", "machine-wide", "per-cpu"}
+    assert rows["base"]["ratio"] == 1.0 and rows["machine-wide"]["limit"] == 5
 
 
 def run_error(run, tmp_path, body: str, workload: str = "n=40,kind=cpu,exec=100") -> str:
@@ -119,6 +170,40 @@ def test_each_wrong_answer_stops_the_run_with_one_line(run, tmp_path, answer, ex
     assert line.startswith(f"numasim: error: policy py:{path}:P: balance at 10.000 ms"), line
     head, _, tail = expected.partition("{pid}")
     assert head in line and line.endswith(tail if tail else expected), line
+
+
+RANK_ERRORS = [
+    ("return [0]", r"rank at \d+\.\d{3} ms on CPU \d+: 1 ranks for (\d+) tasks "
+     r"\(pids \[[\d, ]+\]\): one integer per task"),
+    ("return [0.5] * len(tasks)", r"rank at \d+\.\d{3} ms on CPU \d+: rank returned list "
+     r"\[0\.5, 0\.5[0-9., ]*\], not one integer per task"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("answer", "expected"), RANK_ERRORS)
+def test_a_wrong_rank_names_the_hook_time_and_cpu(run, tmp_path, answer, expected):
+    body = f"""
+    class P(Policy):
+        def rank(self, view, cpu, tasks):
+            {answer}
+    """
+    line = run_error(run, tmp_path, body, "n=200,kind=mixed,exec=100,arrival=random")
+    found = re.fullmatch(expected, line)
+    assert found, line
+    assert not found.groups() or int(found.group(1)) >= 2, "asked only when there is a choice"
+
+
+def test_rank_over_a_base_without_that_choice_is_refused(run, tmp_path):
+    body = """
+    class P(Policy):
+        base = "linux"
+
+        def rank(self, view, cpu, tasks):
+            return [0] * len(tasks)
+    """
+    line = run_error(run, tmp_path, body)
+    assert line == ("rank orders the tasks a pull takes, and the base linux has no such "
+                    "choice (linux26 has)"), line  # fmt: skip
 
 
 def test_a_wrong_placement_names_the_hook_and_cpu(run, tmp_path):
@@ -255,14 +340,16 @@ def test_jobs_and_dask_give_the_one_process_results(run, tmp_path, local_cluster
 
 
 def test_an_experiment_file_names_a_policy_file_beside_it(run, tmp_path):
-    (tmp_path / "nodebal.py").write_text((EXAMPLES / "nodebal.py").read_text())
+    for file, _ in EXAMPLE_CLASSES:
+        (tmp_path / file).write_text((EXAMPLES / file).read_text())
+    others = ", ".join(f'"py:{f}:{c}"' for f, c in EXAMPLE_CLASSES if f != "nodebal.py")
     exp = tmp_path / "e.toml"
-    exp.write_text(textwrap.dedent("""
+    exp.write_text(textwrap.dedent(f"""
         name = "python-policy"
         title = "linux26 against a node push balancer written in Python"
         machines = ["numa-4x8"]
         baseline = "linux26"
-        policies = ["py:nodebal.py:NodeBalancer:threshold=0.1", "node-push:threshold=0.1"]
+        policies = ["py:nodebal.py:NodeBalancer:threshold=0.1", "node-push:threshold=0.1", {others}]
         replications = 3
         seed = 3
 
@@ -277,9 +364,13 @@ def test_an_experiment_file_names_a_policy_file_beside_it(run, tmp_path):
     r = run("reproduce", exp, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     rows = pd.read_csv(out / "runs.csv")
-    py = rows[rows.policy.str.startswith("py:")].drop(columns="policy").reset_index(drop=True)
-    rust = rows[rows.policy.str.startswith("node-push")].drop(columns="policy")
-    pd.testing.assert_frame_equal(py, rust.reset_index(drop=True))
+    assert rows.policy.nunique() == 2 + len(EXAMPLE_CLASSES), "every example ran"
+
+    def runs_of(prefix: str) -> pd.DataFrame:
+        of = rows[rows.policy.str.startswith(prefix)]
+        return of.drop(columns="policy").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(runs_of("py:nodebal.py"), runs_of("node-push"))
 
 
 @pytest.mark.parametrize(("file", "cls"), EXAMPLE_CLASSES)

@@ -397,7 +397,7 @@ class _BenchCommand(click.Command):
               "(pip install 'numasim[peer]').")  # fmt: skip
 @click.option("--policies", "python_policies", is_flag=True,
               help="Time the example policies written in Python against their base on "
-              "scenario (a)'s run (data/bench/policies.toml; a source checkout).")  # fmt: skip
+              "scenario (a)'s run (data/bench/policies.toml).")  # fmt: skip
 def bench(as_json: bool, only: str | None, scaling: bool, peer: str | None,
           python_policies: bool) -> None:  # fmt: skip
     """Run the fixed benchmark scenarios: wall time, events, events/s, peak memory."""
@@ -1032,6 +1032,23 @@ def list_policies() -> None:
         [(name, f"{description} (default domains: {domains})", f"reference: {reference}")
          for name, description, reference, domains in policies()]
     )  # fmt: skip
+
+
+@list_.command(name="examples")
+def list_examples() -> None:
+    """Example policies written in Python (docs/writing-a-policy.md): each file, its idea and
+    the setting that names its class, with the file's path in this installation."""
+    import ast
+
+    from numasim.machine import data_dir
+
+    rows = []
+    for path in sorted(data_dir("policies").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        idea = (ast.get_docstring(tree) or "").split("\n", 1)[0]
+        for cls in (n.name for n in tree.body if isinstance(n, ast.ClassDef)):
+            rows.append((path.name, idea, f"--policy py:{path}:{cls}"))
+    _echo_listing(rows)
 
 
 @list_.command(name="experiments")

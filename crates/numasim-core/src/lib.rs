@@ -101,7 +101,7 @@ pub fn run_external_watched(
         domains,
         config,
     };
-    let mut p = policy::external::External::new(&ctx, base, callbacks, hooks, label);
+    let mut p = policy::external::External::new(&ctx, base, callbacks, hooks, label)?;
     engine::run_watched(machine, domains, workload, &mut p, config, watch)
 }
 

@@ -35,6 +35,7 @@ fn setup(preset: &str, spec: &str) -> (Machine, Domains, Workload) {
 type Answer = Box<dyn FnMut(&View<'_>) -> Vec<Decision> + Send>;
 type CpuAnswer = Box<dyn FnMut(&View<'_>, CpuId, BalanceKind) -> Vec<Decision> + Send>;
 type Placement = Box<dyn FnMut(&View<'_>, Pid) -> Option<i64> + Send>;
+type Ranks = Box<dyn FnMut(&View<'_>, CpuId, &[Pid]) -> Vec<i64> + Send>;
 
 /// What each callback answers (a closure per hook), and how often each was asked.
 #[derive(Default)]
@@ -42,6 +43,7 @@ struct Scripted {
     balance: Option<Answer>,
     balance_cpu: Option<CpuAnswer>,
     place: Option<Placement>,
+    rank: Option<Ranks>,
     raise_at_ns: Option<u64>,
     asked_cpu: std::sync::Arc<std::sync::Mutex<Vec<(CpuId, bool, bool)>>>,
 }
@@ -84,9 +86,30 @@ impl Callbacks for Scripted {
     fn metrics(&self) -> Result<Vec<(String, f64)>, Failure> {
         Ok(vec![("answers".to_owned(), 1.0)])
     }
+
+    fn rank(
+        &mut self,
+        view: &View<'_>,
+        this_cpu: CpuId,
+        _busiest: CpuId,
+        candidates: &[Pid],
+        out: &mut Vec<i64>,
+    ) -> Result<(), Failure> {
+        out.extend((self.rank.as_mut().unwrap())(view, this_cpu, candidates));
+        Ok(())
+    }
 }
 
 fn run(
+    case: &(Machine, Domains, Workload),
+    cb: Scripted,
+    hooks: Hooks,
+) -> Result<numasim_core::engine::RunResult, InputError> {
+    run_on("linux26", case, cb, hooks)
+}
+
+fn run_on(
+    base: &str,
     (m, d, w): &(Machine, Domains, Workload),
     cb: Scripted,
     hooks: Hooks,
@@ -100,7 +123,7 @@ fn run(
         m,
         d,
         w,
-        "linux26",
+        base,
         Box::new(cb),
         hooks,
         "test",
@@ -152,6 +175,66 @@ fn the_machine_wide_hook_answering_node_push_is_node_push_bit_for_bit() {
             "{preset}: the balancer moved tasks"
         );
     }
+}
+
+/// origin-aware's RI-LB order, as an outside order: the pulling CPU's own first, then its
+/// node's (or never ran), then by distance from the origin node.
+fn origin_ranks(v: &View<'_>, this_cpu: CpuId, candidates: &[Pid]) -> Vec<i64> {
+    let m = v.machine;
+    let here = m.cpu_node(this_cpu);
+    let rank = |pid: Pid| match v.proc(pid).origin_cpu {
+        Some(o) if o == this_cpu => 0,
+        Some(o) if m.cpu_node(o) != here => 2 + i64::from(m.distance(m.cpu_node(o), here)),
+        _ => 1,
+    };
+    candidates.iter().map(|&p| rank(p)).collect()
+}
+
+#[test]
+fn ranking_linux26_pulls_in_origin_order_is_origin_aware_without_si_lb_bit_for_bit() {
+    for preset in ["numa-4x8", "mehta-m1"] {
+        let case = setup(preset, "n=200,kind=mixed,exec=100,arrival=random");
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(0));
+        let count = std::sync::Arc::clone(&asked);
+        let cb = Scripted {
+            rank: Some(Box::new(move |v, cpu, candidates| {
+                assert!(candidates.len() >= 2, "asked only when there is a choice");
+                *count.lock().unwrap() += 1;
+                origin_ranks(v, cpu, candidates)
+            })),
+            ..Scripted::default()
+        };
+        let hooks = Hooks {
+            rank: true,
+            ..Hooks::default()
+        };
+        let ours = serde_json::to_string(&run(&case, cb, hooks).unwrap()).unwrap();
+        assert_eq!(ours, traced("origin-aware:si-lb=off", &case), "{preset}");
+        assert_ne!(
+            ours,
+            traced("linux26", &case),
+            "{preset}: the order moved other tasks"
+        );
+        assert!(*asked.lock().unwrap() > 0);
+    }
+}
+
+#[test]
+fn a_base_without_a_pull_order_refuses_an_outside_one() {
+    let case = setup("numa-2x4", "n=40,kind=mixed,exec=100");
+    let cb = Scripted {
+        rank: Some(Box::new(|_, _, c| vec![0; c.len()])),
+        ..Scripted::default()
+    };
+    let hooks = Hooks {
+        rank: true,
+        ..Hooks::default()
+    };
+    let err = run_on("linux", &case, cb, hooks).unwrap_err().to_string();
+    assert!(
+        err.ends_with("the base linux has no such choice (linux26 has)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -19,6 +19,7 @@ use pyo3::types::{PyBytes, PyTuple};
 pub struct RawView {
     view: ViewPtr,
     alive: AtomicBool,
+    scratch: Arc<Mutex<Scratch>>,
 }
 
 /// The engine's view, read only while the callback that made it runs: the engine waits for
@@ -43,29 +44,55 @@ impl RawView {
     }
 }
 
-fn i64_bytes<'py>(py: Python<'py>, v: &[i64]) -> Bound<'py, PyBytes> {
-    PyBytes::new_with(py, v.len() * 8, |buf| {
-        for (chunk, x) in buf.chunks_exact_mut(8).zip(v) {
-            chunk.copy_from_slice(&x.to_ne_bytes());
+/// A column set in one buffer: each 8-byte column in turn (i64 or f64, native byte order),
+/// then each one-byte column (bool as 0/1), every column `rows` long. Python makes a NumPy
+/// view of a column the first time it is read (`numasim.policy.view.Columns`): one object and
+/// one copy a set, whatever the number of columns.
+fn column_bytes<'py>(
+    py: Python<'py>,
+    rows: usize,
+    wide: &[Wide<'_>],
+    narrow: &[&[bool]],
+) -> Bound<'py, PyBytes> {
+    let len = rows * (8 * wide.len() + narrow.len());
+    PyBytes::new_with(py, len, |buf| {
+        let (mut wide_part, mut narrow_part) = buf.split_at_mut(rows * 8 * wide.len());
+        for col in wide {
+            let (this, rest) = wide_part.split_at_mut(rows * 8);
+            let chunks = this.chunks_exact_mut(8);
+            match col {
+                Wide::I(v) => chunks
+                    .zip(*v)
+                    .for_each(|(c, x)| c.copy_from_slice(&x.to_ne_bytes())),
+                Wide::F(v) => chunks
+                    .zip(*v)
+                    .for_each(|(c, x)| c.copy_from_slice(&x.to_ne_bytes())),
+            }
+            wide_part = rest;
+        }
+        for col in narrow {
+            let (this, rest) = narrow_part.split_at_mut(rows);
+            this.iter_mut()
+                .zip(*col)
+                .for_each(|(b, &x)| *b = u8::from(x));
+            narrow_part = rest;
         }
         Ok(())
     })
     .expect("fills")
 }
 
-fn f64_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
-    PyBytes::new_with(py, v.len() * 8, |buf| {
-        for (chunk, x) in buf.chunks_exact_mut(8).zip(v) {
-            chunk.copy_from_slice(&x.to_ne_bytes());
-        }
-        Ok(())
-    })
-    .expect("fills")
+/// An 8-byte column.
+enum Wide<'a> {
+    I(&'a [i64]),
+    F(&'a [f64]),
 }
 
-fn bool_bytes<'py>(py: Python<'py>, v: &[bool]) -> Bound<'py, PyBytes> {
-    let bytes: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
-    PyBytes::new(py, &bytes)
+/// The column sets of a run's callbacks, refilled at each read: no allocation once grown.
+#[derive(Default)]
+struct Scratch {
+    cpus: CpuColumns,
+    tasks: TaskColumns,
 }
 
 #[pymethods]
@@ -82,45 +109,43 @@ impl RawView {
         Ok(self.get()?.run_seed())
     }
 
-    /// `(node, nr_running, current, idle, load, load_1, load_2, speed)` as bytes: i64 but
-    /// idle (u8) and speed (f64).
-    fn cpu_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let mut c = CpuColumns::default();
-        self.get()?.fill_cpu_columns(&mut c);
-        PyTuple::new(
-            py,
-            [
-                i64_bytes(py, &c.node),
-                i64_bytes(py, &c.nr_running),
-                i64_bytes(py, &c.current),
-                bool_bytes(py, &c.idle),
-                i64_bytes(py, &c.load),
-                i64_bytes(py, &c.load_1),
-                i64_bytes(py, &c.load_2),
-                f64_bytes(py, &c.speed),
-            ],
-        )
+    /// The CPU columns in one buffer (`column_bytes`): node, nr_running, current, load,
+    /// load_1, load_2 (i64), speed (f64), then idle (bool).
+    fn cpu_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let view = self.get()?;
+        let mut scratch = self.scratch.lock().expect("not poisoned");
+        let c = &mut scratch.cpus;
+        view.fill_cpu_columns(c);
+        let wide = [
+            Wide::I(&c.node),
+            Wide::I(&c.nr_running),
+            Wide::I(&c.current),
+            Wide::I(&c.load),
+            Wide::I(&c.load_1),
+            Wide::I(&c.load_2),
+            Wide::F(&c.speed),
+        ];
+        Ok(column_bytes(py, c.node.len(), &wide, &[&c.idle]))
     }
 
-    /// `(pid, cpu, node, tgid, running, cpu_ns, load, origin_cpu, origin_node)` as bytes: i64
-    /// but running (u8) and load (f64).
-    fn task_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let mut t = TaskColumns::default();
-        self.get()?.fill_task_columns(&mut t);
-        PyTuple::new(
-            py,
-            [
-                i64_bytes(py, &t.pid),
-                i64_bytes(py, &t.cpu),
-                i64_bytes(py, &t.node),
-                i64_bytes(py, &t.tgid),
-                bool_bytes(py, &t.running),
-                i64_bytes(py, &t.cpu_ns),
-                f64_bytes(py, &t.load),
-                i64_bytes(py, &t.origin_cpu),
-                i64_bytes(py, &t.origin_node),
-            ],
-        )
+    /// The task columns in one buffer (`column_bytes`): pid, cpu, node, tgid, cpu_ns,
+    /// origin_cpu, origin_node (i64), load (f64), then running (bool).
+    fn task_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let view = self.get()?;
+        let mut scratch = self.scratch.lock().expect("not poisoned");
+        let t = &mut scratch.tasks;
+        view.fill_task_columns(t);
+        let wide = [
+            Wide::I(&t.pid),
+            Wide::I(&t.cpu),
+            Wide::I(&t.node),
+            Wide::I(&t.tgid),
+            Wide::I(&t.cpu_ns),
+            Wide::I(&t.origin_cpu),
+            Wide::I(&t.origin_node),
+            Wide::F(&t.load),
+        ];
+        Ok(column_bytes(py, t.pid.len(), &wide, &[&t.running]))
     }
 
     /// The queued (runnable, not running) pids of `cpu`, front first.
@@ -188,14 +213,21 @@ fn check_cpu(v: &View<'_>, cpu: usize) -> PyResult<()> {
 pub struct PyCallbacks {
     adapter: Py<PyAny>,
     pub raised: Arc<Mutex<Option<PyErr>>>,
+    scratch: Arc<Mutex<Scratch>>,
 }
 
 impl PyCallbacks {
     /// The callbacks of `adapter` and the hooks it overrides (its `hooks()`: `(period_ns or
-    /// None, gate or None, place, metrics)`).
+    /// None, gate or None, place, metrics, rank)`).
     pub fn new(py: Python<'_>, adapter: Py<PyAny>) -> PyResult<(Self, Hooks)> {
-        let (period_ns, gate, place, metrics): (Option<u64>, Option<String>, bool, bool) =
-            adapter.call_method0(py, "hooks")?.extract(py)?;
+        #[allow(clippy::type_complexity)] // the Python shape
+        let (period_ns, gate, place, metrics, rank): (
+            Option<u64>,
+            Option<String>,
+            bool,
+            bool,
+            bool,
+        ) = adapter.call_method0(py, "hooks")?.extract(py)?;
         let balance_cpu = gate
             .map(|g| Gate::parse("balance_cpu_when", &g))
             .transpose()
@@ -205,10 +237,12 @@ impl PyCallbacks {
             balance_cpu,
             place,
             metrics,
+            rank,
         };
         let cb = Self {
             adapter,
             raised: Arc::new(Mutex::new(None)),
+            scratch: Arc::default(),
         };
         Ok((cb, hooks))
     }
@@ -228,6 +262,7 @@ impl PyCallbacks {
                 // use (`alive`) before the call returns.
                 view: ViewPtr(std::ptr::from_ref(view).cast::<View<'static>>()),
                 alive: AtomicBool::new(true),
+                scratch: Arc::clone(&self.scratch),
             };
             let raw = Bound::new(py, raw).map_err(|e| self.keep(e))?;
             let called =
@@ -351,6 +386,32 @@ impl Callbacks for PyCallbacks {
                         a.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string())
                     ))
                 })
+            },
+        )
+    }
+
+    fn rank(
+        &mut self,
+        view: &View<'_>,
+        this_cpu: CpuId,
+        busiest: CpuId,
+        candidates: &[Pid],
+        out: &mut Vec<i64>,
+    ) -> Result<(), Failure> {
+        self.with_view(
+            view,
+            "rank",
+            |py, raw| (raw, this_cpu, busiest, candidates.to_vec()).into_pyobject(py),
+            |a| {
+                let ranks: Vec<i64> = a.extract().map_err(|_| {
+                    Failure::Type(format!(
+                        "rank returned {} {}, not one integer per task",
+                        type_name(a),
+                        a.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                    ))
+                })?;
+                out.extend(ranks);
+                Ok(())
             },
         )
     }

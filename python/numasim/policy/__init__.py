@@ -10,6 +10,8 @@ only the methods the class overrides:
   hierarchy, asked only when ``balance_cpu_when`` holds (checked in the core);
 - ``place(view, pid, cpu, why)`` where a new (``why == "fork"``) or waking (``"wake"``)
   process goes (``None``: the base decides);
+- ``rank(view, cpu, tasks)`` the order in which the base's pulls take the busiest CPU's
+  tasks (one integer per candidate, lower first), over a base that has that choice;
 - ``setup(ctx)`` once a run, before the first callback, and ``metrics()`` at its end.
 
 Every answer is checked; a wrong one stops the run with one line naming the hook, the
@@ -18,14 +20,16 @@ simulated time, the CPU and the offending item (``numasim.PolicyError``).
 
 from numasim.policy.base import Context, Move, Pages, Policy
 from numasim.policy.spec import PolicySpec, is_python_spec, parse
-from numasim.policy.view import View
+from numasim.policy.view import Columns, Rows, View
 
 __all__ = [
+    "Columns",
     "Context",
     "Move",
     "Pages",
     "Policy",
     "PolicySpec",
+    "Rows",
     "View",
     "is_python_spec",
     "parse",

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from numasim.policy.base import Context, Policy, overridden
-from numasim.policy.view import View
+from numasim.policy.view import Rows, View
 
 
 def _answer(result: Any) -> list[Any]:
@@ -22,6 +24,13 @@ def _answer(result: Any) -> list[Any]:
         return [result]
 
 
+def candidates(tasks: Any, busiest: int, pids: list[int]) -> Rows:
+    """The rows of ``tasks`` of ``pids`` (tasks of CPU ``busiest``), in the order given."""
+    on = np.flatnonzero(tasks.cpu == busiest)
+    row = dict(zip(tasks.pid[on].tolist(), on.tolist(), strict=True))
+    return Rows(tasks, np.array([row[p] for p in pids], dtype=np.intp))
+
+
 class Adapter:
     """One run's policy instance, as the core sees it."""
 
@@ -32,12 +41,13 @@ class Adapter:
         self.label = label
         self._ctx: Context | None = None
 
-    def hooks(self) -> tuple[int | None, str | None, bool, bool]:
-        """``(period_ns, gate, place, metrics)`` of what the class overrides."""
+    def hooks(self) -> tuple[int | None, str | None, bool, bool, bool]:
+        """``(period_ns, gate, place, metrics, rank)`` of what the class overrides."""
         cls = type(self.policy)
         period = round(cls.period_ms * 1e6) if overridden(cls, "balance") else None
         gate = cls.balance_cpu_when if overridden(cls, "balance_cpu") else None
-        return period, gate, overridden(cls, "place"), overridden(cls, "metrics")
+        hooks = overridden(cls, "place"), overridden(cls, "metrics"), overridden(cls, "rank")
+        return period, gate, *hooks
 
     def setup(self, raw: Any) -> None:
         self._ctx = Context(raw, self.options)
@@ -57,6 +67,11 @@ class Adapter:
 
     def place(self, raw: Any, pid: int, cpu: int, why: str) -> Any:
         return self.policy.place(self._view(raw), pid, cpu, why)
+
+    def rank(self, raw: Any, cpu: int, busiest: int, pids: list[int]) -> Any:
+        view = self._view(raw)
+        ranks = self.policy.rank(view, cpu, candidates(view.tasks, busiest, pids))
+        return ranks.tolist() if isinstance(ranks, np.ndarray) else ranks  # checked by the core
 
     def metrics(self) -> list[tuple[str, float]]:
         m = self.policy.metrics()

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
-    from numasim.policy.view import View
+    from numasim.policy.view import Rows, View
 
 
 class Move(NamedTuple):
@@ -41,12 +41,13 @@ class Context:
     """
 
     def __init__(self, raw: Any, options: dict[str, Any]) -> None:
-        cols = raw.cpu_columns()
+        from numasim.policy.view import CpuColumns
+
         self.options = options
         self.seed: int = raw.run_seed
         self.rng = random.Random(self.seed)
         #: The node of each CPU.
-        self.cpu_node = np.frombuffer(cols[0], dtype=np.int64)
+        self.cpu_node = CpuColumns(raw.cpu_columns()).node
         self.cpus = len(self.cpu_node)
         #: SLIT distances between nodes (10 = local).
         self.distances = np.array(raw.distances(), dtype=np.int64)
@@ -96,13 +97,22 @@ class Policy:
         CPU (``why == "fork"``) or the CPU it slept on (``"wake"``)."""
         return None
 
+    def rank(self, view: View, cpu: int, tasks: Rows) -> Sequence[int] | np.ndarray:
+        """The order in which the base's balancer, pulling to ``cpu``, takes the tasks it
+        could take from the busiest CPU: one integer per row of ``tasks`` (those candidates,
+        in the base's own order: the back of the queue first), lower first, ties in the
+        base's order. Asked when there is a choice (two or more candidates), in the base's
+        busy, idle, newly-idle and active balancing alike; a base without that choice
+        refuses the class (linux26 has it)."""
+        return np.zeros(len(tasks), dtype=np.int64)
+
     def metrics(self) -> dict[str, float]:
         """What the policy counted, by name, reported in the run's ``policy_metrics``."""
         return {}
 
 
 #: The methods whose overriding numasim detects.
-HOOKS = ("balance", "balance_cpu", "place", "metrics")
+HOOKS = ("balance", "balance_cpu", "place", "rank", "metrics")
 
 
 def overridden(cls: type[Policy], name: str) -> bool:

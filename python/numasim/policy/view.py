@@ -8,26 +8,84 @@ from typing import Any
 
 import numpy as np
 
-_CPU_COLUMNS = ("node", "nr_running", "current", "idle", "load", "load_1", "load_2", "speed")
-_CPU_TYPES = (np.int64, np.int64, np.int64, np.bool_, np.int64, np.int64, np.int64, np.float64)
-_TASK_COLUMNS = ("pid", "cpu", "node", "tgid", "running", "cpu_ns", "load", "origin_cpu",
-                 "origin_node")  # fmt: skip
-_TASK_TYPES = (np.int64,) * 4 + (np.bool_, np.int64, np.float64, np.int64, np.int64)
+#: Each column set as the core lays it out in its one buffer (``column_bytes`` in the
+#: bindings): the 8-byte columns in turn, then the one-byte ones, each a row per CPU or task.
+_CPU_LAYOUT = (("node", np.int64), ("nr_running", np.int64), ("current", np.int64),
+               ("load", np.int64), ("load_1", np.int64), ("load_2", np.int64),
+               ("speed", np.float64), ("idle", np.bool_))  # fmt: skip
+_TASK_LAYOUT = (("pid", np.int64), ("cpu", np.int64), ("node", np.int64), ("tgid", np.int64),
+                ("cpu_ns", np.int64), ("origin_cpu", np.int64), ("origin_node", np.int64),
+                ("load", np.float64), ("running", np.bool_))  # fmt: skip
 
 
 class Columns:
-    """Named NumPy arrays of equal length (read-only)."""
+    """Named NumPy arrays of equal length (read-only), views of one buffer the core filled;
+    a column's array is made the first time it is read (``CpuColumns``, ``TaskColumns``)."""
 
-    def __init__(self, names: tuple[str, ...], arrays: list[np.ndarray]) -> None:
-        self._names = names
-        for name, a in zip(names, arrays, strict=True):
-            setattr(self, name, a)
+    _names: tuple[str, ...] = ()
+    _row_bytes = 1
+
+    def __init__(self, buf: bytes) -> None:
+        self._buf = buf
+        self._rows = len(buf) // self._row_bytes
 
     def __len__(self) -> int:
-        return len(getattr(self, self._names[0]))
+        return self._rows
 
     def __repr__(self) -> str:
-        return f"Columns({', '.join(self._names)}; {len(self)} rows)"
+        return f"{type(self).__name__}({', '.join(self._names)}; {self._rows} rows)"
+
+
+class _Column:
+    """A column of type ``t`` that starts ``before`` bytes a row into the buffer: made on its
+    first read, then kept in the instance (which a later read finds first)."""
+
+    def __init__(self, name: str, t: type, before: int) -> None:
+        self.name, self.t, self.before = name, t, before
+
+    def __get__(self, obj: Columns | None, owner: type) -> Any:
+        if obj is None:
+            return self
+        rows = obj._rows
+        a = np.frombuffer(obj._buf, dtype=self.t, count=rows, offset=self.before * rows)
+        obj.__dict__[self.name] = a
+        return a
+
+
+def _columns_class(name: str, layout: tuple[tuple[str, type], ...]) -> type[Columns]:
+    attrs: dict[str, Any] = {"_names": tuple(n for n, _ in layout), "__doc__": Columns.__doc__}
+    at = 0
+    for column, t in layout:
+        attrs[column] = _Column(column, t, at)
+        at += np.dtype(t).itemsize
+    attrs["_row_bytes"] = at
+    return type(name, (Columns,), attrs)
+
+
+CpuColumns = _columns_class("CpuColumns", _CPU_LAYOUT)
+TaskColumns = _columns_class("TaskColumns", _TASK_LAYOUT)
+
+
+class Rows:
+    """Some rows of a column set, in a given order: each column is the set's column at those
+    rows (a NumPy array, made on first read)."""
+
+    def __init__(self, columns: Columns, rows: np.ndarray) -> None:
+        self._columns = columns
+        self.rows = rows
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name not in self._columns._names:
+            raise AttributeError(f"no column '{name}' (columns: {', '.join(self._columns._names)})")
+        a = getattr(self._columns, name)[self.rows]
+        self.__dict__[name] = a
+        return a
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"Rows({', '.join(self._columns._names)}; {len(self.rows)} rows)"
 
 
 class View:
@@ -58,22 +116,21 @@ class View:
 
     @property
     def cpus(self) -> Columns:
-        self._cpus = self._columns(self._cpus, "cpu_columns", _CPU_COLUMNS, _CPU_TYPES)
+        self._cpus = self._columns(self._cpus, "cpu_columns", CpuColumns)
         return self._cpus
 
     @property
     def tasks(self) -> Columns:
-        self._tasks = self._columns(self._tasks, "task_columns", _TASK_COLUMNS, _TASK_TYPES)
+        self._tasks = self._columns(self._tasks, "task_columns", TaskColumns)
         return self._tasks
 
-    def _columns(self, kept: Columns | None, fetch: str, names: Any, types: Any) -> Columns:
-        """``kept``, or the columns the core fills (``fetch``: the raw view's method) as NumPy
-        arrays over its buffers; either way the view must still be alive (raises once dead)."""
+    def _columns(self, kept: Columns | None, fetch: str, kind: type[Columns]) -> Columns:
+        """``kept``, or the column set the core fills (``fetch``: the raw view's method, one
+        buffer); either way the view must still be alive (raises once dead)."""
         if kept is not None:
             self._raw.now  # noqa: B018 (raises once dead)
             return kept
-        raw = getattr(self._raw, fetch)()  # raises once dead
-        return Columns(names, [np.frombuffer(b, dtype=t) for b, t in zip(raw, types, strict=True)])
+        return kind(getattr(self._raw, fetch)())  # raises once dead
 
     def queued(self, cpu: int) -> list[int]:
         """The queued (not running) pids of ``cpu``, front (next to run) first."""

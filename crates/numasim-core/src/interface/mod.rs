@@ -187,6 +187,23 @@ pub struct Quiet {
     pub next_ns: Option<u64>,
 }
 
+/// An order, from outside a policy, for the tasks its pulls take from a busiest runqueue
+/// (an external policy's `rank`: `policy::external`), consulted where the policy's balancer
+/// chooses which task to take next ([`Policy::set_task_order`]).
+pub trait TaskOrder: Send {
+    /// One rank per candidate into `ranks` (cleared before the call) for a pull to `this_cpu`
+    /// from `busiest`: lower ranks are taken first, ties keep the order of `candidates` (the
+    /// balancer's own). `false` keeps the balancer's order (e.g. the order's code failed).
+    fn rank(
+        &mut self,
+        view: &View<'_>,
+        this_cpu: CpuId,
+        busiest: CpuId,
+        candidates: &[Pid],
+        ranks: &mut Vec<i64>,
+    ) -> bool;
+}
+
 /// A balancing policy.
 pub trait Policy: Send {
     /// Configuration name.
@@ -374,5 +391,12 @@ pub trait Policy: Send {
     /// decided nothing) until then. Never by default.
     fn failure(&mut self) -> Option<crate::error::InputError> {
         None
+    }
+
+    /// Takes `order` as the order of the tasks its pulls take (the candidates it would take,
+    /// in its own order, ranked by `order` before it takes them); `false` (the default) when
+    /// the policy has no such decision point, `order` dropped.
+    fn set_task_order(&mut self, _order: Box<dyn TaskOrder>) -> bool {
+        false
     }
 }

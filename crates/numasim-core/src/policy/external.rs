@@ -10,6 +10,7 @@
 //!                 ├─ global_balance every period_ns ───────► Callbacks::balance
 //!                 ├─ balance(cpu, level, kind), gate open ──► Callbacks::balance_cpu
 //!                 ├─ place_new / place_wakeup ──────────────► Callbacks::place (None: base's)
+//!                 ├─ the base's pulls, which task first ────► Callbacks::rank (Policy::set_task_order)
 //!                 └─ extra_metrics (base's, then its own) ──► Callbacks::metrics
 //!   each answer ──► check (pids, CPUs, nodes, shares, one move per pid) ──► Attempt | failure
 //!   failure ──► every later hook answers as the base, and Policy::failure ends the run
@@ -23,7 +24,11 @@
 //!    CPU, `busy_factor` times that on a busy one (the kernel's rule, read from the domains),
 //!    and newly-idle balancing runs at the levels whose flags ask for it
 //!    (`SD_BALANCE_NEWIDLE`). The callback is asked only when the [`Gate`] is open.
-//! 4. Decisions are checked before the engine sees them (see [`External::check_moves`]); the
+//! 4. The order of a pull's tasks: the base is handed a [`TaskOrder`] that asks
+//!    `Callbacks::rank` for one rank per candidate (the busiest runqueue's tasks its balancer
+//!    would take, in its own order); the base takes them lowest rank first. A base without
+//!    that decision point refuses it, and the run does not start.
+//! 5. Decisions are checked before the engine sees them (see [`External::check_moves`]); the
 //!    first bad one is kept as the run's failure, and the engine stops the run at its next
 //!    look (`Policy::failure`).
 //!
@@ -31,11 +36,13 @@
 //! balancer, not of its code); with per-CPU balancing overridden the base's tick, kicks and
 //! nohz balancing are not run.
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use crate::domains::sd;
 use crate::error::InputError;
 use crate::interface::{
     Attempt, BalanceKind, MigrationKind, Move, PState, PageMove, Pid, Policy, PolicyContext, Quiet,
-    View,
+    TaskOrder, View,
 };
 use crate::machine::CpuId;
 
@@ -107,6 +114,18 @@ pub trait Callbacks: Send {
     ) -> Result<Option<i64>, Failure>;
     /// What the code counted over the run, by name.
     fn metrics(&self) -> Result<Vec<(String, f64)>, Failure>;
+    /// One rank per candidate into `out` for a pull to `this_cpu` from `busiest` (lower
+    /// first); asked only when [`Hooks::rank`] is set.
+    fn rank(
+        &mut self,
+        _view: &View<'_>,
+        _this_cpu: CpuId,
+        _busiest: CpuId,
+        _candidates: &[Pid],
+        _out: &mut Vec<i64>,
+    ) -> Result<(), Failure> {
+        Ok(())
+    }
 }
 
 /// When per-CPU balancing asks the callback (every condition named must hold).
@@ -157,19 +176,23 @@ pub struct Hooks {
     pub balance_cpu: Option<Gate>,
     pub place: bool,
     pub metrics: bool,
+    /// The base's pulls take their tasks in the order `Callbacks::rank` gives.
+    pub rank: bool,
 }
 
 /// The external policy (see the module doc).
 pub struct External {
     base: Box<dyn Policy>,
-    callbacks: Box<dyn Callbacks>,
+    /// Shared with the order handed to the base (`Hooks::rank`).
+    callbacks: Shared<Box<dyn Callbacks>>,
     hooks: Hooks,
     /// Names the policy in errors (`py:nodebal.py:NodeBalancer`).
     label: String,
     decisions: Vec<Decision>,
     /// Per CPU and level: when per-CPU balancing last ran there.
     last_ns: Vec<Vec<u64>>,
-    failure: Option<InputError>,
+    /// The first failure, the order's included (it shares it).
+    failure: Shared<Option<InputError>>,
     /// A failure of the metrics callback (asked through `&self`, once the run has ended).
     metrics_failure: std::cell::RefCell<Option<InputError>>,
     /// The failure was handed to the engine.
@@ -177,53 +200,64 @@ pub struct External {
 }
 
 impl External {
-    /// The external policy over `base` (already built for the run).
+    /// The external policy over `base` (already built for the run); refused when the code
+    /// ranks pulls ([`Hooks::rank`]) and `base` has no such decision point.
     pub fn new(
         ctx: &PolicyContext<'_>,
-        base: Box<dyn Policy>,
+        mut base: Box<dyn Policy>,
         callbacks: Box<dyn Callbacks>,
         hooks: Hooks,
         label: impl Into<String>,
-    ) -> Self {
+    ) -> Result<Self, InputError> {
         let last_ns = ctx.domains.cpus.iter().map(|l| vec![0; l.len()]).collect();
-        Self {
+        let label = label.into();
+        let callbacks = Arc::new(Mutex::new(callbacks));
+        let failure = Arc::new(Mutex::new(None));
+        if hooks.rank {
+            let order = ExternalOrder {
+                callbacks: Arc::clone(&callbacks),
+                failure: Arc::clone(&failure),
+                label: label.clone(),
+            };
+            if !base.set_task_order(Box::new(order)) {
+                return Err(InputError::new(
+                    format!("policy {label}"),
+                    format!(
+                        "rank orders the tasks a pull takes, and the base {} has no such \
+                         choice (linux26 has)",
+                        base.name()
+                    ),
+                ));
+            }
+        }
+        Ok(Self {
             base,
             callbacks,
             hooks,
-            label: label.into(),
+            label,
             decisions: Vec::new(),
             last_ns,
-            failure: None,
+            failure,
             metrics_failure: std::cell::RefCell::new(None),
             reported: false,
-        }
+        })
+    }
+
+    fn callbacks(&self) -> MutexGuard<'_, Box<dyn Callbacks>> {
+        self.callbacks.lock().expect("not poisoned")
     }
 
     fn failed(&self) -> bool {
-        self.failure.is_some()
+        self.failure.lock().expect("not poisoned").is_some()
     }
 
     /// Keeps the first failure: `hook` at `now` on `cpu` (None: machine-wide), `what` wrong.
     fn fail(&mut self, view: &View<'_>, hook: &str, cpu: Option<CpuId>, what: String) {
-        if self.failure.is_none() {
-            let at = match cpu {
-                Some(c) => format!("on CPU {c}"),
-                None => "(machine-wide)".to_owned(),
-            };
-            let ms = view.now as f64 / 1e6;
-            self.failure = Some(InputError::new(
-                format!("policy {}", self.label),
-                format!("{hook} at {ms:.3} ms {at}: {what}"),
-            ));
-        }
+        keep_failure(&self.failure, &self.label, view, hook, cpu, what);
     }
 
     fn fail_callback(&mut self, view: &View<'_>, hook: &str, cpu: Option<CpuId>, f: Failure) {
-        let what = match f {
-            Failure::Raised => "raised an exception".to_owned(),
-            Failure::Type(t) => t,
-        };
-        self.fail(view, hook, cpu, what);
+        self.fail(view, hook, cpu, failure_text(f));
     }
 
     /// The checked attempt of `self.decisions` made by `hook` on `cpu` (None: machine-wide):
@@ -343,7 +377,8 @@ impl External {
             return None;
         }
         let hook = "place";
-        match self.callbacks.place(view, pid, cpu, why) {
+        let answer = self.callbacks().place(view, pid, cpu, why);
+        match answer {
             Err(f) => {
                 self.fail_callback(view, hook, Some(cpu), f);
                 None
@@ -389,6 +424,87 @@ impl External {
     }
 }
 
+/// State the external policy shares with the order it hands its base.
+type Shared<T> = Arc<Mutex<T>>;
+
+fn failure_text(f: Failure) -> String {
+    match f {
+        Failure::Raised => "raised an exception".to_owned(),
+        Failure::Type(t) => t,
+    }
+}
+
+/// Keeps the first failure in `slot`: `hook` at `now` on `cpu` (None: machine-wide), `what`.
+fn keep_failure(
+    slot: &Shared<Option<InputError>>,
+    label: &str,
+    view: &View<'_>,
+    hook: &str,
+    cpu: Option<CpuId>,
+    what: String,
+) {
+    let mut slot = slot.lock().expect("not poisoned");
+    if slot.is_none() {
+        let at = match cpu {
+            Some(c) => format!("on CPU {c}"),
+            None => "(machine-wide)".to_owned(),
+        };
+        let ms = view.now as f64 / 1e6;
+        *slot = Some(InputError::new(
+            format!("policy {label}"),
+            format!("{hook} at {ms:.3} ms {at}: {what}"),
+        ));
+    }
+}
+
+/// The order handed to the base (step 4 of the module doc): the code's ranks, checked (one
+/// integer per candidate); after any failure the base's own order.
+struct ExternalOrder {
+    callbacks: Shared<Box<dyn Callbacks>>,
+    failure: Shared<Option<InputError>>,
+    label: String,
+}
+
+impl TaskOrder for ExternalOrder {
+    fn rank(
+        &mut self,
+        view: &View<'_>,
+        this_cpu: CpuId,
+        busiest: CpuId,
+        candidates: &[Pid],
+        ranks: &mut Vec<i64>,
+    ) -> bool {
+        if self.failure.lock().expect("not poisoned").is_some() {
+            return false;
+        }
+        ranks.clear();
+        let asked = self
+            .callbacks
+            .lock()
+            .expect("not poisoned")
+            .rank(view, this_cpu, busiest, candidates, ranks);
+        let what = match asked {
+            Err(f) => failure_text(f),
+            Ok(()) if ranks.len() == candidates.len() => return true,
+            Ok(()) => format!(
+                "{} ranks for {} tasks (pids {:?}): one integer per task",
+                ranks.len(),
+                candidates.len(),
+                candidates
+            ),
+        };
+        keep_failure(
+            &self.failure,
+            &self.label,
+            view,
+            "rank",
+            Some(this_cpu),
+            what,
+        );
+        false
+    }
+}
+
 impl Policy for External {
     fn name(&self) -> &'static str {
         self.base.name()
@@ -396,7 +512,8 @@ impl Policy for External {
 
     fn start(&mut self, view: &View<'_>) {
         self.base.start(view);
-        if let Err(f) = self.callbacks.setup(view) {
+        let asked = self.callbacks().setup(view);
+        if let Err(f) = asked {
             self.fail_callback(view, "setup", None, f);
         }
     }
@@ -488,7 +605,9 @@ impl Policy for External {
         }
         let mut out = std::mem::take(&mut self.decisions);
         out.clear();
-        let asked = self.callbacks.balance_cpu(view, cpu, level, kind, &mut out);
+        let asked = self
+            .callbacks()
+            .balance_cpu(view, cpu, level, kind, &mut out);
         self.decisions = out;
         if let Err(f) = asked {
             self.fail_callback(view, "balance_cpu", Some(cpu), f);
@@ -541,7 +660,7 @@ impl Policy for External {
         }
         let mut out = std::mem::take(&mut self.decisions);
         out.clear();
-        let asked = self.callbacks.balance(view, &mut out);
+        let asked = self.callbacks().balance(view, &mut out);
         self.decisions = out;
         if let Err(f) = asked {
             self.fail_callback(view, "balance", None, f);
@@ -575,16 +694,13 @@ impl Policy for External {
     fn extra_metrics(&self) -> Vec<(String, f64)> {
         let mut m = self.base.extra_metrics();
         if self.hooks.metrics && !self.failed() {
-            match self.callbacks.metrics() {
+            let asked = self.callbacks().metrics();
+            match asked {
                 Ok(own) => m.extend(own),
                 Err(f) => {
-                    let what = match f {
-                        Failure::Raised => "raised an exception".to_owned(),
-                        Failure::Type(t) => t,
-                    };
                     *self.metrics_failure.borrow_mut() = Some(InputError::new(
                         format!("policy {}", self.label),
-                        format!("metrics at the end of the run: {what}"),
+                        format!("metrics at the end of the run: {}", failure_text(f)),
                     ));
                 }
             }
@@ -598,6 +714,8 @@ impl Policy for External {
         }
         let f = self
             .failure
+            .lock()
+            .expect("not poisoned")
             .clone()
             .or_else(|| self.metrics_failure.borrow().clone());
         self.reported = f.is_some();

@@ -56,7 +56,7 @@
 
 use crate::assumptions::Wake;
 use crate::domains::{sd, Group, Level};
-use crate::interface::{AffinityMove, PolicyContext, View};
+use crate::interface::{AffinityMove, PolicyContext, TaskOrder, View};
 use crate::interface::{Attempt, BalanceKind, Costs, MigrationKind, Move, Pid, Policy, Quiet};
 use crate::load::NICE_0_LOAD;
 use crate::machine::CpuId;
@@ -213,6 +213,8 @@ pub struct Linux26 {
     sd: Vec<Vec<SdState>>,
     tick_ns: u64,
     rank: Option<TaskRank>,
+    /// An order from outside the policy for the busiest runqueue's tasks (`set_task_order`).
+    order: Option<Box<dyn TaskOrder>>,
     /// Selection between nodes (`None`: the kernel's order everywhere).
     selector: Option<Box<dyn Selector>>,
     /// Where a waking process goes (the `wake` modelling assumption).
@@ -239,6 +241,7 @@ impl Linux26 {
             tick_ns: ctx.config.tick_ns,
             wake: ctx.config.assumptions.wake,
             rank: None,
+            order: None,
             selector: None,
         }
     }
@@ -658,6 +661,7 @@ fn move_tasks(
     busiest: CpuId,
     a: &MoveArgs,
     selector: Option<&mut (dyn Selector + 'static)>,
+    order: Option<&mut (dyn TaskOrder + 'static)>,
     out: &mut Attempt,
 ) -> (usize, bool) {
     if a.max_nr_move == 0 || a.max_load_move == 0 {
@@ -675,6 +679,8 @@ fn move_tasks(
     let mut candidates: Vec<Pid> = v.queued(busiest).rev().collect();
     if let Some(rank) = a.rank {
         candidates.sort_by_cached_key(|&pid| rank(v, this_cpu, pid)); // stable
+    } else if let Some(order) = order {
+        outside_order(order, v, this_cpu, busiest, &mut candidates);
     }
     for pid in candidates {
         out.tasks_examined += 1;
@@ -705,6 +711,28 @@ fn move_tasks(
         }
     }
     (pulled, pinned)
+}
+
+/// `candidates` in the ranks an outside order gives them (stable: ties keep the kernel's
+/// order), asked only when there is a choice (two or more); unchanged when the order fails.
+fn outside_order(
+    order: &mut dyn TaskOrder,
+    v: &View<'_>,
+    this_cpu: CpuId,
+    busiest: CpuId,
+    candidates: &mut Vec<Pid>,
+) {
+    if candidates.len() < 2 {
+        return;
+    }
+    let mut ranks = Vec::with_capacity(candidates.len());
+    if !order.rank(v, this_cpu, busiest, candidates, &mut ranks) || ranks.len() != candidates.len()
+    {
+        return;
+    }
+    let mut by_rank: Vec<usize> = (0..candidates.len()).collect();
+    by_rank.sort_by_key(|&i| ranks[i]); // stable
+    *candidates = by_rank.into_iter().map(|i| candidates[i]).collect();
 }
 
 /// `move_tasks` with a selector: the same limits (`max_nr_move`, `max_load_move` with the
@@ -808,6 +836,7 @@ impl Linux26 {
                 busiest,
                 &args,
                 self.selector.as_deref_mut(),
+                self.order.as_deref_mut(),
                 &mut attempt,
             );
             // "All tasks on this runqueue were pinned by CPU affinity": out_balanced, then the
@@ -1036,6 +1065,17 @@ impl Policy for Linux26 {
         self.name
     }
 
+    /// The busiest runqueue's tasks that `move_tasks` walks (tail first) are ranked by `order`
+    /// first — in busy, idle, newly-idle and active balancing alike — unless the balancer
+    /// already has an order of its own (a policy built on it) or a selector between nodes.
+    fn set_task_order(&mut self, order: Box<dyn TaskOrder>) -> bool {
+        if self.rank.is_some() || self.selector.is_some() {
+            return false;
+        }
+        self.order = Some(order);
+        true
+    }
+
     fn place_new(&mut self, view: &View<'_>, pid: Pid, spawn_cpu: CpuId) -> Option<CpuId> {
         Some(self.balance_self(view, spawn_cpu, sd::BALANCE_FORK, pid))
     }
@@ -1160,6 +1200,7 @@ impl Policy for Linux26 {
             busiest,
             &args,
             self.selector.as_deref_mut(),
+            self.order.as_deref_mut(),
             &mut attempt,
         );
         Some(attempt)

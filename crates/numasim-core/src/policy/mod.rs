@@ -53,7 +53,7 @@ pub const POLICIES: [PolicyInfo; 20] = [
         name: "origin-aware",
         description: "linux26 with origin-preferring pulls (RI-LB) alternating with pushes and \
                       exchanges toward each process's origin (SI-LB); options v1, v2, \
-                      min-load, nearest, si",
+                      min-load, nearest, si, si-lb",
         reference: "Mehta & Kanungo, Origin Aware Dynamic Load Balancing Algorithm for NUMA \
                     Multiprocessor Systems, IJETT 73(2), 2025",
         default_domains: "multilevel",

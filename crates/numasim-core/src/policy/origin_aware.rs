@@ -37,6 +37,10 @@
 //!    locks (two lock charges). A push is a `push` migration, each half of an exchange an
 //!    `exchange` one; RI-LB moves are `pull` (busy) or `idle` as in linux26.
 //!
+//! 5. With `si-lb=off` every cycle is RI-LB: linux26 with RI-LB's order and nothing else (the
+//!    origin-aware selection on its own; a Python policy over linux26 that ranks the same way
+//!    gives its results bit for bit: examples/policies/origin_select.py).
+//!
 //! Decisions where the paper is open are listed in docs/policies/origin-aware.md.
 
 use crate::error::InputError;
@@ -58,6 +62,9 @@ pub struct Options {
     pub leave_nearest: bool,
     /// SI-LB looks at the running process too, not only the queued ones (`si=all`).
     pub si_running: bool,
+    /// Odd cycles run SI-LB (`si-lb=on`); off, every cycle is RI-LB: linux26 taking the
+    /// busiest runqueue's tasks in origin order, and nothing else.
+    pub si_lb: bool,
 }
 
 impl Default for Options {
@@ -68,6 +75,7 @@ impl Default for Options {
             min_load: 0.0,
             leave_nearest: true,
             si_running: false,
+            si_lb: true,
         }
     }
 }
@@ -107,6 +115,7 @@ impl Options {
                     o.leave_nearest =
                         super::option_choice(origin, "origin-aware", key, value, &choices)?;
                 }
+                "si-lb" => o.si_lb = on_off(key, value)?,
                 "si" => {
                     let choices = [("queued", false), ("all", true)];
                     o.si_running =
@@ -116,7 +125,7 @@ impl Options {
                     return Err(InputError::new(
                         origin,
                         format!(
-                            "unknown origin-aware option '{key}'; choose from v1, v2, min-load, nearest, si"
+                            "unknown origin-aware option '{key}'; choose from v1, v2, min-load, nearest, si, si-lb"
                         ),
                     ))
                 }
@@ -332,6 +341,9 @@ impl Policy for OriginAware {
     /// (whichever way the cycle's moves change `cpu`'s state): at any other level both RI-LB
     /// and SI-LB answer `None` without a change.
     fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        if !self.options.si_lb {
+            return self.inner.due_levels(view, cpu);
+        }
         1 | self.inner.levels_due_either_way(view, cpu)
     }
 
@@ -342,7 +354,7 @@ impl Policy for OriginAware {
         level: usize,
         kind: BalanceKind,
     ) -> Option<Attempt> {
-        if kind == BalanceKind::NewIdle {
+        if kind == BalanceKind::NewIdle || !self.options.si_lb {
             return self.inner.balance(view, cpu, level, kind);
         }
         if level == 0 {
@@ -365,6 +377,9 @@ impl Policy for OriginAware {
     /// An idle CPU (no queued process for SI-LB to send home) where RI-LB, in its cycles,
     /// would find no busiest group at any due level (`Linux26::reach_none_overloaded`).
     fn quiet_periodic(&mut self, view: &View<'_>, cpu: CpuId, quiet: &mut Quiet) -> bool {
+        if !self.options.si_lb {
+            return self.inner.quiet_periodic(view, cpu, quiet);
+        }
         if !view.idle(cpu) {
             return false;
         }
