@@ -1057,9 +1057,10 @@ impl Linux {
 
     /// Periodic balancing at one level (rule 1): one turn of `sched_balance_domains`' loop
     /// over the CPU's domains, lowest first (the engine asks about every level in order at
-    /// each periodic event). The softirq runs only at a tick where `jiffies >=
-    /// rq->next_balance` (`sched_balance_trigger`); the loop's end (the top level, or the
-    /// level where it breaks) sets `rq->next_balance` and the rq-wide newidle cost.
+    /// each periodic event where the softirq runs, else only about the top one:
+    /// `due_levels`). The softirq runs only at a tick where `jiffies >= rq->next_balance`
+    /// (`sched_balance_trigger`); the loop's end (the top level, or the level where it breaks)
+    /// sets `rq->next_balance` and the rq-wide newidle cost.
     pub(super) fn periodic(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         let levels = v.domains.cpus[cpu].len();
         let now = self.jiffies(v.now);

@@ -845,6 +845,29 @@ impl Policy for Linux {
         self.nohz_kick(view, cpu)
     }
 
+    /// Every level when the balancing softirq runs (`periodic`: the ILB's visit, or the
+    /// CPU's own tick with `jiffies >= rq->next_balance`); otherwise only the top one, where
+    /// the tick ends (`end_of_tick`). A tick that raises no softirq balances no level and
+    /// changes nothing at the levels below the top but the pass's start, which `periodic`
+    /// makes at the first level it is asked about, whichever that is.
+    fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        let levels = view.domains.cpus[cpu].len();
+        if levels == 0 || levels > 64 {
+            return u64::MAX;
+        }
+        let c = &self.cpu[cpu];
+        let softirq = if c.periodic_at == Some(view.now) {
+            c.softirq && !c.ended
+        } else {
+            c.visit.is_some() || self.jiffies(view.now) >= c.next_balance
+        };
+        if softirq {
+            u64::MAX
+        } else {
+            1 << (levels - 1)
+        }
+    }
+
     fn next_kicked(&mut self, view: &View<'_>, cpu: CpuId) -> Option<CpuId> {
         self.nohz_next(view, cpu)
     }
