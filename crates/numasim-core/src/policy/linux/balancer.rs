@@ -1083,14 +1083,19 @@ impl Linux {
             c.pass_next = now + 60 * hz;
             c.update_next = false;
         }
+        if !self.cpu[cpu].softirq || self.cpu[cpu].ended {
+            if li + 1 == levels && self.cpu[cpu].own_tick {
+                // The tick is over: an idle CPU may stop it now.
+                self.end_of_tick(cpu, !v.idle(cpu));
+            }
+            return None;
+        }
         let mut a = None;
-        if self.cpu[cpu].softirq && !self.cpu[cpu].ended {
-            if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
-                a = self.balance_domain(v, cpu, li, now);
-            }
-            if li + 1 == levels || self.cpu[cpu].ended {
-                self.end_balance_domains(cpu);
-            }
+        if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+            a = self.balance_domain(v, cpu, li, now);
+        }
+        if li + 1 == levels || self.cpu[cpu].ended {
+            self.end_balance_domains(cpu);
         }
         if li + 1 == levels && self.cpu[cpu].own_tick {
             // The tick is over: an idle CPU may stop it now.
