@@ -1090,10 +1090,11 @@ impl Linux {
             }
             return None;
         }
-        let mut a = None;
-        if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
-            a = self.balance_domain(v, cpu, li, now);
-        }
+        let a = if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+            self.balance_domain(v, cpu, li, now)
+        } else {
+            None
+        };
         if li + 1 == levels || self.cpu[cpu].ended {
             self.end_balance_domains(cpu);
         }
@@ -1123,44 +1124,49 @@ impl Linux {
         }
         let busy = c.busy;
         let (exec, at) = (c.exec, c.cursor_ns);
-        let mut interval = self.balance_interval(cpu, li, busy);
-        let mut attempt = None;
+        let interval = self.balance_interval(cpu, li, busy);
         // SD_SERIALIZE (every NUMA level: sd_init): sched_balance_running is taken before the
         // due check; a CPU that finds it held by another skips the level ("goto out": no pass,
         // no lb_count, last_balance and the interval unchanged). Passes are instantaneous
         // here, so a pass holds it for its charged work, from the pass's place on its CPU's
         // virtual clock; a level that is not due holds it for no time.
         let serialize = self.sd[cpu][li].numa;
-        if serialize && at < self.serialize_until_ns && self.serialize_holder != exec {
+        if (serialize && at < self.serialize_until_ns && self.serialize_holder != exec)
+            || now < self.sd[cpu][li].last_balance + interval
+        {
             // out: this level's next time counts as it was.
-        } else if now >= self.sd[cpu][li].last_balance + interval {
-            let idle = if busy {
-                IdleType::NotIdle
-            } else {
-                IdleType::Idle
-            };
-            let a = self.balance_rq(v, cpu, li, idle);
-            let end = at + Self::cost_of(v, &a);
-            self.cpu[cpu].cursor_ns = end;
-            if serialize {
-                self.serialize_until_ns = end;
-                self.serialize_holder = exec;
-            }
-            // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
-            let busy = busy || a.moves.iter().any(|m| m.to == cpu);
-            self.cpu[cpu].busy = busy;
-            self.sd[cpu][li].last_balance = now;
-            interval = self.balance_interval(cpu, li, busy);
-            attempt = Some(a);
+            self.level_next(cpu, li, interval);
+            return None;
         }
-        // out: the earliest time this level is due again.
+        let idle = if busy {
+            IdleType::NotIdle
+        } else {
+            IdleType::Idle
+        };
+        let a = self.balance_rq(v, cpu, li, idle);
+        let end = at + Self::cost_of(v, &a);
+        self.cpu[cpu].cursor_ns = end;
+        if serialize {
+            self.serialize_until_ns = end;
+            self.serialize_holder = exec;
+        }
+        // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
+        let busy = busy || a.moves.iter().any(|m| m.to == cpu);
+        self.cpu[cpu].busy = busy;
+        self.sd[cpu][li].last_balance = now;
+        let interval = self.balance_interval(cpu, li, busy);
+        self.level_next(cpu, li, interval);
+        Some(a)
+    }
+
+    /// `sched_balance_domains`' `out` for level `li`: the earliest time it is due again.
+    fn level_next(&mut self, cpu: CpuId, li: usize, interval: u64) {
         let next = self.sd[cpu][li].last_balance + interval;
         let c = &mut self.cpu[cpu];
         if next < c.pass_next {
             c.pass_next = next;
             c.update_next = true;
         }
-        attempt
     }
 
     /// After `sched_balance_domains`' loop: the rq-wide newidle cost decays with the last
