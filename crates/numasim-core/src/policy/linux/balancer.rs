@@ -3,7 +3,7 @@
 //! periodic and newly-idle passes.
 
 use super::select::Select;
-use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
+use super::{capacity_greater, fits_capacity, round_u64, SCHED_CAPACITY_SCALE};
 use super::{Linux, MIGRATION_COST_NS, NUMA_IMBALANCE_MIN};
 use crate::cpuset::CpuSet;
 use crate::domains::{sd, Level};
@@ -411,10 +411,10 @@ impl Linux {
                 continue;
             }
             let pelt = v.cpu_pelt(c);
-            s.group_load += pelt.load_avg.round() as u64;
+            s.group_load += round_u64(pelt.load_avg);
             // cpu_util_cfs: at most the CPU's original capacity.
-            s.group_util += (pelt.util_avg.round() as u64).min(cap);
-            s.group_runnable += pelt.runnable_avg.round() as u64;
+            s.group_util += round_u64(pelt.util_avg).min(cap);
+            s.group_runnable += round_u64(pelt.runnable_avg);
             let nr = v.nr_running(c) as u64;
             s.sum_nr_running += nr;
             // sgc->capacity, min_capacity, max_capacity (update_group_capacity).
@@ -590,7 +590,7 @@ impl Linux {
             }
             match mt {
                 MigrationType::Load => {
-                    let load = v.cpu_pelt(c).load_avg.round() as u64;
+                    let load = round_u64(v.cpu_pelt(c).load_avg);
                     // One task heavier than the imbalance stays (no RT/IRQ pressure, so
                     // check_cpu_capacity never holds).
                     if nr == 1 && load as i64 > imbalance {
@@ -612,7 +612,7 @@ impl Linux {
                     }
                 }
                 MigrationType::Util => {
-                    let util = v.cpu_pelt(c).util_avg.round() as u64;
+                    let util = round_u64(v.cpu_pelt(c).util_avg);
                     if nr > 1 && busiest_util < util {
                         busiest_util = util;
                         busiest = Some(c);
@@ -694,17 +694,17 @@ impl Linux {
         let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
         match env.mt {
             MigrationType::Load => {
-                let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
+                let load = round_u64(v.task_pelt(pid).load_avg).max(1);
                 (shr(load) as i64 <= env.imbalance).then(|| env.imbalance - load as i64)
             }
             MigrationType::Util => {
-                let util = v.task_pelt(pid).util_avg.round() as u64;
+                let util = round_u64(v.task_pelt(pid).util_avg);
                 (shr(util) as i64 <= env.imbalance).then(|| env.imbalance - util as i64)
             }
             MigrationType::Task => Some(env.imbalance - 1),
             // "This is not a misfit task".
             MigrationType::Misfit => {
-                let util = v.task_pelt(pid).util_avg.round() as u64;
+                let util = round_u64(v.task_pelt(pid).util_avg);
                 (!fits_capacity(util, self.cap[env.src])).then_some(0)
             }
         }
