@@ -533,11 +533,18 @@ impl<'a> State<'a> {
     /// same integer sums at the same tick (its averages caught up before, as `take_current`
     /// does). What the two changes would leave behind is kept: a CPU of two tasks passes
     /// through one, so it counts as becoming overloaded again (`View::overload_events`), and a
-    /// traced run records the length at this instant.
+    /// traced run records the length at this instant. The process stays on the CPU's node, so
+    /// its group's thread counts are left as they are too (`leave_node` then `queue_tail` would
+    /// count it off the node and back).
     fn requeue_current(&mut self, cpu: CpuId) {
         let pid = self.stop_current(cpu);
-        self.leave_node(pid, cpu);
-        self.queue_tail(pid, cpu);
+        let tgid = self.w.workload.processes[pid].tgid as usize;
+        let multithreaded = self.w.groups[tgid].threads > 1;
+        let node = self.w.machine.cpu_node(cpu) as u32;
+        let p = &mut self.w.procs[pid];
+        debug_assert!(p.cpu == cpu && (!multithreaded || p.live_node == Some(node)));
+        p.state = PState::Runnable;
+        self.w.cpus[cpu].queue.push_back(pid);
         let nr = self.w.cpus[cpu].nr_running();
         debug_assert!(self.w.overloaded.contains(cpu) == (nr >= 2));
         if nr == 2 {

@@ -259,8 +259,10 @@ pub trait Policy: Send {
     /// once at each periodic balancing, before any level; the engine then asks `balance` only
     /// about those, lowest first. It must name every level where `balance` would return an
     /// attempt or change the policy's state during this balancing, after the attempts at the
-    /// levels below too. Default: every level (a policy that counts the engine's calls, as
-    /// origin-aware counts its cycles, or whose answer the attempts below may change, keeps it).
+    /// levels below too; a change `balance` makes at whichever level it is first asked about
+    /// (the start of the pass, as `linux` makes it) needs no lower level named. Default: every
+    /// level (a policy that counts the engine's calls, as origin-aware counts its cycles, or
+    /// whose answer the attempts below may change, keeps it).
     fn due_levels(&self, _view: &View<'_>, _cpu: CpuId) -> u64 {
         u64::MAX
     }

@@ -3,7 +3,7 @@
 //! periodic and newly-idle passes.
 
 use super::select::Select;
-use super::{capacity_greater, fits_capacity, SCHED_CAPACITY_SCALE};
+use super::{capacity_greater, fits_capacity, round_u64, SCHED_CAPACITY_SCALE};
 use super::{Linux, MIGRATION_COST_NS, NUMA_IMBALANCE_MIN};
 use crate::cpuset::CpuSet;
 use crate::domains::{sd, Level};
@@ -411,10 +411,10 @@ impl Linux {
                 continue;
             }
             let pelt = v.cpu_pelt(c);
-            s.group_load += pelt.load_avg.round() as u64;
+            s.group_load += round_u64(pelt.load_avg);
             // cpu_util_cfs: at most the CPU's original capacity.
-            s.group_util += (pelt.util_avg.round() as u64).min(cap);
-            s.group_runnable += pelt.runnable_avg.round() as u64;
+            s.group_util += round_u64(pelt.util_avg).min(cap);
+            s.group_runnable += round_u64(pelt.runnable_avg);
             let nr = v.nr_running(c) as u64;
             s.sum_nr_running += nr;
             // sgc->capacity, min_capacity, max_capacity (update_group_capacity).
@@ -590,7 +590,7 @@ impl Linux {
             }
             match mt {
                 MigrationType::Load => {
-                    let load = v.cpu_pelt(c).load_avg.round() as u64;
+                    let load = round_u64(v.cpu_pelt(c).load_avg);
                     // One task heavier than the imbalance stays (no RT/IRQ pressure, so
                     // check_cpu_capacity never holds).
                     if nr == 1 && load as i64 > imbalance {
@@ -612,7 +612,7 @@ impl Linux {
                     }
                 }
                 MigrationType::Util => {
-                    let util = v.cpu_pelt(c).util_avg.round() as u64;
+                    let util = round_u64(v.cpu_pelt(c).util_avg);
                     if nr > 1 && busiest_util < util {
                         busiest_util = util;
                         busiest = Some(c);
@@ -694,17 +694,17 @@ impl Linux {
         let shr = |x: u64| if failed >= 64 { 0 } else { x >> failed };
         match env.mt {
             MigrationType::Load => {
-                let load = (v.task_pelt(pid).load_avg.round() as u64).max(1);
+                let load = round_u64(v.task_pelt(pid).load_avg).max(1);
                 (shr(load) as i64 <= env.imbalance).then(|| env.imbalance - load as i64)
             }
             MigrationType::Util => {
-                let util = v.task_pelt(pid).util_avg.round() as u64;
+                let util = round_u64(v.task_pelt(pid).util_avg);
                 (shr(util) as i64 <= env.imbalance).then(|| env.imbalance - util as i64)
             }
             MigrationType::Task => Some(env.imbalance - 1),
             // "This is not a misfit task".
             MigrationType::Misfit => {
-                let util = v.task_pelt(pid).util_avg.round() as u64;
+                let util = round_u64(v.task_pelt(pid).util_avg);
                 (!fits_capacity(util, self.cap[env.src])).then_some(0)
             }
         }
@@ -1057,9 +1057,10 @@ impl Linux {
 
     /// Periodic balancing at one level (rule 1): one turn of `sched_balance_domains`' loop
     /// over the CPU's domains, lowest first (the engine asks about every level in order at
-    /// each periodic event). The softirq runs only at a tick where `jiffies >=
-    /// rq->next_balance` (`sched_balance_trigger`); the loop's end (the top level, or the
-    /// level where it breaks) sets `rq->next_balance` and the rq-wide newidle cost.
+    /// each periodic event where the softirq runs, else only about the top one:
+    /// `due_levels`). The softirq runs only at a tick where `jiffies >= rq->next_balance`
+    /// (`sched_balance_trigger`); the loop's end (the top level, or the level where it breaks)
+    /// sets `rq->next_balance` and the rq-wide newidle cost.
     pub(super) fn periodic(&mut self, v: &View<'_>, cpu: CpuId, li: usize) -> Option<Attempt> {
         let levels = v.domains.cpus[cpu].len();
         let now = self.jiffies(v.now);
@@ -1082,14 +1083,20 @@ impl Linux {
             c.pass_next = now + 60 * hz;
             c.update_next = false;
         }
-        let mut a = None;
-        if self.cpu[cpu].softirq && !self.cpu[cpu].ended {
-            if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
-                a = self.balance_domain(v, cpu, li, now);
+        if !self.cpu[cpu].softirq || self.cpu[cpu].ended {
+            if li + 1 == levels && self.cpu[cpu].own_tick {
+                // The tick is over: an idle CPU may stop it now.
+                self.end_of_tick(cpu, !v.idle(cpu));
             }
-            if li + 1 == levels || self.cpu[cpu].ended {
-                self.end_balance_domains(cpu);
-            }
+            return None;
+        }
+        let a = if v.domains.load_balances(&v.domains.cpus[cpu][li]) {
+            self.balance_domain(v, cpu, li, now)
+        } else {
+            None
+        };
+        if li + 1 == levels || self.cpu[cpu].ended {
+            self.end_balance_domains(cpu);
         }
         if li + 1 == levels && self.cpu[cpu].own_tick {
             // The tick is over: an idle CPU may stop it now.
@@ -1117,44 +1124,49 @@ impl Linux {
         }
         let busy = c.busy;
         let (exec, at) = (c.exec, c.cursor_ns);
-        let mut interval = self.balance_interval(cpu, li, busy);
-        let mut attempt = None;
+        let interval = self.balance_interval(cpu, li, busy);
         // SD_SERIALIZE (every NUMA level: sd_init): sched_balance_running is taken before the
         // due check; a CPU that finds it held by another skips the level ("goto out": no pass,
         // no lb_count, last_balance and the interval unchanged). Passes are instantaneous
         // here, so a pass holds it for its charged work, from the pass's place on its CPU's
         // virtual clock; a level that is not due holds it for no time.
         let serialize = self.sd[cpu][li].numa;
-        if serialize && at < self.serialize_until_ns && self.serialize_holder != exec {
+        if (serialize && at < self.serialize_until_ns && self.serialize_holder != exec)
+            || now < self.sd[cpu][li].last_balance + interval
+        {
             // out: this level's next time counts as it was.
-        } else if now >= self.sd[cpu][li].last_balance + interval {
-            let idle = if busy {
-                IdleType::NotIdle
-            } else {
-                IdleType::Idle
-            };
-            let a = self.balance_rq(v, cpu, li, idle);
-            let end = at + Self::cost_of(v, &a);
-            self.cpu[cpu].cursor_ns = end;
-            if serialize {
-                self.serialize_until_ns = end;
-                self.serialize_holder = exec;
-            }
-            // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
-            let busy = busy || a.moves.iter().any(|m| m.to == cpu);
-            self.cpu[cpu].busy = busy;
-            self.sd[cpu][li].last_balance = now;
-            interval = self.balance_interval(cpu, li, busy);
-            attempt = Some(a);
+            self.level_next(cpu, li, interval);
+            return None;
         }
-        // out: the earliest time this level is due again.
+        let idle = if busy {
+            IdleType::NotIdle
+        } else {
+            IdleType::Idle
+        };
+        let a = self.balance_rq(v, cpu, li, idle);
+        let end = at + Self::cost_of(v, &a);
+        self.cpu[cpu].cursor_ns = end;
+        if serialize {
+            self.serialize_until_ns = end;
+            self.serialize_holder = exec;
+        }
+        // "idle = idle_cpu(cpu)" after a pull (LBF_DST_PINNED may have pulled elsewhere).
+        let busy = busy || a.moves.iter().any(|m| m.to == cpu);
+        self.cpu[cpu].busy = busy;
+        self.sd[cpu][li].last_balance = now;
+        let interval = self.balance_interval(cpu, li, busy);
+        self.level_next(cpu, li, interval);
+        Some(a)
+    }
+
+    /// `sched_balance_domains`' `out` for level `li`: the earliest time it is due again.
+    fn level_next(&mut self, cpu: CpuId, li: usize, interval: u64) {
         let next = self.sd[cpu][li].last_balance + interval;
         let c = &mut self.cpu[cpu];
         if next < c.pass_next {
             c.pass_next = next;
             c.update_next = true;
         }
-        attempt
     }
 
     /// After `sched_balance_domains`' loop: the rq-wide newidle cost decays with the last

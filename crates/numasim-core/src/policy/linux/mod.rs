@@ -146,6 +146,19 @@ pub fn fits_capacity(util: u64, cap: u64) -> bool {
     util * 1280 < cap * 1024
 }
 
+/// A PELT value as the kernel's integer: `x.round() as u64` (nearest, halves away from zero;
+/// negative and NaN give 0, beyond `u64::MAX` saturates), without a call into libm's `round`
+/// (the balancer rounds every CPU's three averages at each group it reads). `x - t` is exact:
+/// `t` is `x`'s integer part, within a factor of two of it or 0.
+pub fn round_u64(x: f64) -> u64 {
+    let t = x as u64;
+    if x - t as f64 >= 0.5 {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
 /// `capacity_greater`: `cap1` is more than about 5 % above `cap2` (`cap1 * 1024 > cap2 * 1078`).
 pub fn capacity_greater(cap1: u64, cap2: u64) -> bool {
     cap1 * 1024 > cap2 * 1078
@@ -672,10 +685,10 @@ impl Linux {
             }
         }
         let p = v.task_pelt(pid);
-        if fits_capacity(p.util_avg.round() as u64, self.cap[cpu]) {
+        if fits_capacity(round_u64(p.util_avg), self.cap[cpu]) {
             return 0;
         }
-        (p.load_avg.round() as u64).max(1)
+        round_u64(p.load_avg).max(1)
     }
 
     /// `get_rd_overloaded`: the root domain's sticky "some runqueue has two tasks" flag. Set
@@ -845,6 +858,29 @@ impl Policy for Linux {
         self.nohz_kick(view, cpu)
     }
 
+    /// Every level when the balancing softirq runs (`periodic`: the ILB's visit, or the
+    /// CPU's own tick with `jiffies >= rq->next_balance`); otherwise only the top one, where
+    /// the tick ends (`end_of_tick`). A tick that raises no softirq balances no level and
+    /// changes nothing at the levels below the top but the pass's start, which `periodic`
+    /// makes at the first level it is asked about, whichever that is.
+    fn due_levels(&self, view: &View<'_>, cpu: CpuId) -> u64 {
+        let levels = view.domains.cpus[cpu].len();
+        if levels == 0 || levels > 64 {
+            return u64::MAX;
+        }
+        let c = &self.cpu[cpu];
+        let softirq = if c.periodic_at == Some(view.now) {
+            c.softirq && !c.ended
+        } else {
+            c.visit.is_some() || self.jiffies(view.now) >= c.next_balance
+        };
+        if softirq {
+            u64::MAX
+        } else {
+            1 << (levels - 1)
+        }
+    }
+
     fn next_kicked(&mut self, view: &View<'_>, cpu: CpuId) -> Option<CpuId> {
         self.nohz_next(view, cpu)
     }
@@ -937,5 +973,57 @@ impl Policy for Linux {
             });
         }
         Some(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_u64;
+
+    /// `round_u64` is `x.round() as u64` for every input: halves, the values just below them,
+    /// the ends of the exact-integer range, negatives, infinities, NaN, and a million bit
+    /// patterns of PELT-sized and arbitrary values.
+    #[test]
+    fn round_u64_is_round_then_cast() {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            -0.5,
+            -0.49999999999999994,
+            -3.7,
+            1023.5,
+            4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            1e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        for k in 0..4096u32 {
+            let half = f64::from(k) + 0.5;
+            xs.extend([half, half.next_down(), half.next_up()]);
+        }
+        // splitmix64: arbitrary bit patterns, and values in [0, 2048) as PELT sums are.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..1_000_000 {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            xs.push(f64::from_bits(z));
+            xs.push((z >> 11) as f64 / (1u64 << 53) as f64 * 2048.0);
+        }
+        for x in xs {
+            assert_eq!(round_u64(x), x.round() as u64, "{x:e}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! wake-up by `select_idle_sibling`.
 
 use super::balancer::{adjust_numa_imbalance, classify, GroupType, SgStats};
-use super::{fits_capacity, Linux, SCHED_CAPACITY_SCALE};
+use super::{fits_capacity, round_u64, Linux, SCHED_CAPACITY_SCALE};
 use crate::interface::{Pid, View};
 use crate::machine::CpuId;
 
@@ -124,9 +124,9 @@ impl Linux {
                 pelt.runnable_avg = (pelt.runnable_avg - tp.runnable_avg).max(0.0);
             }
             let cap = self.cap[c];
-            s.group_load += pelt.load_avg.round() as u64;
-            s.group_util += (pelt.util_avg.round() as u64).min(cap);
-            s.group_runnable += pelt.runnable_avg.round() as u64;
+            s.group_load += round_u64(pelt.load_avg);
+            s.group_util += round_u64(pelt.util_avg).min(cap);
+            s.group_runnable += round_u64(pelt.runnable_avg);
             let nr = v.nr_running(c) as u64;
             s.sum_nr_running += nr;
             if nr == 0 {
@@ -137,7 +137,7 @@ impl Linux {
             s.max_capacity = s.max_capacity.max(cap);
             s.group_weight += 1;
         }
-        if asym && !fits_capacity(tp.util_avg.round() as u64, s.max_capacity) {
+        if asym && !fits_capacity(round_u64(tp.util_avg), s.max_capacity) {
             s.group_misfit_task_load = 1;
         }
         s.group_type = classify(pct, &s, self.sg_imbalanced(group));
@@ -169,7 +169,7 @@ impl Linux {
                     shallowest = Some((c, stamp));
                 }
             } else if shallowest.is_none() {
-                let load = v.cpu_pelt(c).load_avg.round() as u64;
+                let load = round_u64(v.cpu_pelt(c).load_avg);
                 if load < min_load {
                     min_load = load;
                     least = c;
@@ -235,7 +235,7 @@ impl Linux {
         }
         // asym_fits_cpu: on an asymmetric machine the CPU must fit the task's util
         // (task_util_est, synced to now); always true otherwise.
-        let util = v.task_pelt(pid).util_avg.round() as u64;
+        let util = round_u64(v.task_pelt(pid).util_avg);
         let fits = |c: CpuId| !self.asym || fits_capacity(util, self.cap[c]);
         if v.idle(target) && fits(target) {
             self.recent_used_cpu[pid] = Some(prev);
