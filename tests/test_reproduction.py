@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numasim import experiment as ex
-from numasim import reproduction
+from numasim import profile_table, reproduction
 from numasim.cli import main
 
 TINY = """
@@ -293,7 +293,7 @@ def _profiles_page(run, d: Path, fitted: bool) -> str:
     assert r.code == 0, r.err
     names = "paper, kernel26, fitted:tiny-repro" if fitted else "paper, kernel26"
     assert (f"--report also runs the experiment under each profile it compares with the "
-            f"published table ({names})") in r.err  # fmt: skip
+            f"published result ({names})") in r.err  # fmt: skip
     return page.read_text()
 
 
@@ -317,10 +317,105 @@ def test_the_report_sets_the_published_table_beside_each_profile(run, tmp_path, 
     settings = {json.dumps(json.loads(k)["assumptions"], sort_keys=True)
                 for (k,) in db.execute("SELECT key_json FROM runs")}  # fmt: skip
     db.close()
-    cols = reproduction.profile_columns(ex.load(tmp_path / "tiny-repro.toml"))
+    cols = profile_table.profile_columns(ex.load(tmp_path / "tiny-repro.toml"))
     assert [c.label for c in cols] == ["paper", "kernel26"] + ["fitted:tiny-repro"] * fitted
     for c in cols:
         assert json.dumps(c.exp.assumptions, sort_keys=True) in settings
     both = [s for s in settings if '"slice": "work"' in s and '"wake": "idlest"' in s
             and '"cost": "paper"' in s]  # fmt: skip
     assert bool(both) is fitted
+
+
+AVERAGE_REF = """
+[reference]
+source = "§9"
+quote = "the policy wins by 5 % on average"
+average_gain_pct = 5.0
+"""
+
+
+def test_profiles_set_a_published_average_beside_each_profile(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tmp_path / "tiny-avg.toml"
+    text = (
+        TINY.format(rows="").split("[reference]")[0].replace("replications = 3", "replications = 2")
+    )
+    path.write_text(text.replace("n = [20, 40, 60]", "n = [20, 40]") + AVERAGE_REF)
+    out = tmp_path / "out"
+    # Under the paper profile the run's own rows are the paper column's: the same seeds and store.
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "paper", "--profiles",
+            "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "--profiles also runs the experiment under each profile" in r.err
+    data = json.loads(r.out)
+    prof = data["profiles"]
+    assert prof["kind"] == "average" and prof["columns"] == ["paper", "kernel26"]
+    by = {row["profile"]: row for row in prof["rows"]}
+    own = [row["gain_pct"] for row in data["rows"]]
+    assert by["paper"]["gain_pct"] == pytest.approx(np.mean(own), abs=1e-9)
+    assert by["paper"]["cells"] == 2
+    for row in prof["rows"]:
+        assert row["published_gain_pct"] == 5.0
+        assert row["diff_pp"] == pytest.approx(row["gain_pct"] - 5.0)
+        assert row["gain_min"] <= row["gain_pct"] <= row["gain_max"]
+    (reading,) = prof["reading"]
+    assert "under paper: SIGN" in reading and "under kernel26: SIGN" in reading
+    assert "No trend is published" in reading
+    # The text output prints the same table: every run is reused.
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "paper", "--profiles")
+    assert r.code == 0, r.err
+    assert "computed 0" in r.out or "resumed" in r.out
+    section = r.out.split("published vs numasim under each profile (paper, kernel26)")[1]
+    assert "published average gain %" in section and "reading:" in section
+    line = next(x for x in section.splitlines() if x.strip().startswith("hp-superdome-4"))
+    assert line.split()[1:] == [report_fmt(5.0), report_fmt(by["paper"]["gain_pct"]),
+                                report_fmt(by["kernel26"]["gain_pct"])]  # fmt: skip
+
+
+def report_fmt(x: float) -> str:
+    from numasim import report
+
+    return report.fmt(x, 2)
+
+
+def test_profiles_set_the_claims_of_an_x_axis_experiment_beside_each(run, tmp_path, monkeypatch):
+    from test_claims import tiny_x
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tiny_x(tmp_path, reps=2)
+    out = tmp_path / "out"
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26",
+            "--profiles", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    prof = data["profiles"]
+    assert prof["kind"] == "claims" and prof["columns"] == ["paper", "kernel26"]
+    assert len(prof["rows"]) == 2 * 2  # two claims, two profiles
+    # The kernel26 column is the run as asked: its verdicts are the comparison's own.
+    own = {c["claim"]: c["verdict"] for c in data["claims"]}
+    for row in prof["rows"]:
+        assert row["holds"] + row["fails"] + row["undecided"] == row["comparisons"]
+        if row["profile"] == "kernel26":
+            assert row["verdict"] == own[row["claim"]]
+    (reading,) = prof["reading"]
+    assert re.search(r"under paper: \d of 2 claims hold", reading)
+    page = tmp_path / "x.html"
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26",
+            "--report", page)  # fmt: skip
+    assert r.code == 0, r.err
+    section = page.read_text().split("<h2>Published vs numasim under each profile</h2>")[1]
+    assert "verdict of each claim" in section and '<th class="num">kernel26</th>' in section
+    assert "[1]" in r.out.split("published vs numasim under each profile")[1]
+
+
+def test_profiles_without_a_published_result_say_so(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tmp_path / "tiny-none.toml"
+    text = (
+        TINY.format(rows="").split("[reference]")[0].replace("replications = 3", "replications = 2")
+    )
+    path.write_text(text.replace("n = [20, 40, 60]", "n = [20]"))
+    r = run("reproduce", path, "--out", tmp_path / "out", "--jobs", "1", "--profiles", "--json")
+    assert r.code == 0, r.err
+    assert "publishes no table, average or claim to compare with" in r.err
+    assert "profiles" not in json.loads(r.out)
