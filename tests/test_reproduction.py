@@ -77,18 +77,18 @@ def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduc
     path, out, _ = reproduced
     p = reproduction.plan(ex.load(path))
     # The file runs the kernel26 profile with memory=parent (the paper's value): only slice and
-    # wake differ from the paper profile; exec and cost, which both profiles read alike, are
+    # wake differ from the paper profile; exec, cost and remote, which both profiles read alike, are
     # flipped to their other value; of the open choices only origin-aware's si applies (an IO
     # workload with uniform arrivals: neither m nor the random window).
     assert (p.current, p.other) == ("kernel26", "paper")
     assert [(f.name, f.value, f.flipped, f.choice) for f in p.flips] == [
         ("slice", "wall", "work", False), ("wake", "previous", "idlest", False),
         ("exec", "cpu", "total", False), ("cost", "kernel", "paper", False),
-        ("si", "queued", "all", True)]  # fmt: skip
+        ("remote", "slit", "scaled", False), ("si", "queued", "all", True)]  # fmt: skip
     assert p.kept == [("memory", "parent")]
     rows = pd.read_csv(out / "ablation.csv")
-    assert sorted(set(rows.assumption)) == ["cost", "exec", "si", "slice", "wake"]
-    assert len(rows) == 5 * 3  # five flips × three n × one policy
+    assert sorted(set(rows.assumption)) == ["cost", "exec", "remote", "si", "slice", "wake"]
+    assert len(rows) == 6 * 3  # six flips × three n × one policy
     for ext in ("png", "svg"):
         assert (out / "figures" / f"tiny-repro-ablation-hp-superdome-4-io.{ext}").stat().st_size
 
@@ -112,7 +112,7 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
 
     def at(**changed: str) -> str:
         values = {"cost": "kernel", "exec": "cpu", "load": "work", "memory": "parent",
-                  "slice": "wall", "wake": "previous", **changed}  # fmt: skip
+                  "remote": "slit", "slice": "wall", "wake": "previous", **changed}  # fmt: skip
         return ",".join(f"{k}={v}" for k, v in values.items())
 
     base = at()
@@ -120,6 +120,7 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
              "wake": (at(wake="idlest"), "origin-aware"),
              "exec": (at(exec="total"), "origin-aware"),
              "cost": (at(cost="paper"), "origin-aware"),
+             "remote": (at(remote="scaled"), "origin-aware"),
              "si": (base, "origin-aware:si=all")}  # fmt: skip
     # Besides the flips, the report's profile table ran the paper profile (kernel26 is the
     # file's own setting, reused).
@@ -138,11 +139,11 @@ def test_a_rerun_reuses_every_run_of_the_ablation(reproduced, run):
     path, out, _ = reproduced
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate")
     assert r.code == 0, r.err
-    assert "ablation: computed 0, reused 90 runs" in r.out  # 5 flips × 3 n × 3 reps × 2
+    assert "ablation: computed 0, reused 108 runs" in r.out  # 6 flips × 3 n × 3 reps × 2
     assert "not flipped (already the paper value): memory=parent" in r.out
     assert re.search(
         r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp\s+exec=total\s+Δ pp"
-        r"\s+cost=paper\s+Δ pp\s+si=all\s+Δ pp$",
+        r"\s+cost=paper\s+Δ pp\s+remote=scaled\s+Δ pp\s+si=all\s+Δ pp$",
         r.out,
         re.M,
     ), r.out
@@ -240,12 +241,13 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate", "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert len(data["rows"]) == 3 and len(data["ablation"]) == 15
+    assert len(data["rows"]) == 3 and len(data["ablation"]) == 18
     assert {row["assumption"] for row in data["ablation"]} == {
         "slice",
         "wake",
         "exec",
         "cost",
+        "remote",
         "si",
     }
 
@@ -270,10 +272,10 @@ def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path)
     assert r.code == 0, r.err
     assert r.err.splitlines()[0] == (
         "--report includes the ablation (its page reports it), so it reruns the experiment once "
-        "per flipped assumption or choice (6): up to 72 runs beside the 12 asked, 84 in all "
+        "per flipped assumption or choice (7): up to 84 runs beside the 12 asked, 96 in all "
         "(runs already stored, and the cells a choice leaves as they are, are reused)"
     )
-    assert "ablation: computed 72, reused 0" in r.out
+    assert "ablation: computed 84, reused 0" in r.out
 
 
 def _profiles_page(run, d: Path, fitted: bool) -> str:

@@ -856,8 +856,8 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
               help="Assumptions to search (comma list; default memory,exec,cost; exec only "
               "with IO-bound processes).")  # fmt: skip
 @click.option("--continuous", default=None,
-              help="Continuous parameters, at most three (comma list of m, cost_scale; "
-              "default both, each where it acts).")  # fmt: skip
+              help="Continuous parameters (comma list of m, cost_scale, remote_scale; "
+              "default all three, each where it acts).")  # fmt: skip
 @click.option(
     "--jobs",
     "-j",
