@@ -10,6 +10,7 @@ experiment, setting S (its profile, the file's values, --assume)
   ├─ runs under S,wake=OTHER                │ mix and a rerun reuses them all
   ├─ runs under S,exec=OTHER (IO workloads)  │
   ├─ runs under S,cost=paper                │
+  ├─ runs under S,remote=scaled             │
   └─ runs with one open choice set         ─┘ (m, random-window, place, si: choices.py)
         │ stats.gains per setting
         ▼
@@ -26,7 +27,7 @@ Ablation, one factor at a time:
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
    value under S is already the other profile's is listed as not flipped. An assumption both
-   profiles give the same value (``exec``, ``cost``, ``load``) is flipped to each of its other
+   profiles give the same value (``exec``, ``cost``, ``load``, ``remote``) is flipped to each of its other
    values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without IO-bound
    processes, ``load`` without a load level) is not flipped.
    2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,

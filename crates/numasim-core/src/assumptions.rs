@@ -77,9 +77,7 @@ pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 7] = [
-    "memory", "slice", "wake", "exec", "cost", "load", "remote",
-];
+pub const NAMES: [&str; 7] = ["memory", "slice", "wake", "exec", "cost", "load", "remote"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -569,7 +567,12 @@ mod tests {
         assert_eq!(p("remote=scaled:1"), p("remote=slit"));
         assert_eq!(p("remote=scaled:1").value("remote"), "slit");
         assert_eq!(p("paper,remote=scaled:3").profile(), None);
-        for bad in ["remote=scaled:0.5", "remote=scaled:3.01", "remote=slit:2", "remote=x"] {
+        for bad in [
+            "remote=scaled:0.5",
+            "remote=scaled:3.01",
+            "remote=slit:2",
+            "remote=x",
+        ] {
             let value = bad.split_once('=').unwrap().1;
             assert_eq!(
                 Assumptions::parse("--assume", bad).unwrap_err().to_string(),

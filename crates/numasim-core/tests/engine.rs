@@ -421,9 +421,17 @@ fn remote_scales_the_cost_of_remote_pages_only() {
     ] {
         let r = run(&format!("memory=parent,remote={remote}"));
         let p = &r.processes[0];
-        assert!((p.remote_factor - l).abs() < 1e-12, "{remote}: L = {}", p.remote_factor);
+        assert!(
+            (p.remote_factor - l).abs() < 1e-12,
+            "{remote}: L = {}",
+            p.remote_factor
+        );
         // (event times are whole ns, rounded up: 1 ns over)
-        assert!((p.turnaround_ms - tat).abs() <= 1e-6, "{remote}: {}", p.turnaround_ms);
+        assert!(
+            (p.turnaround_ms - tat).abs() <= 1e-6,
+            "{remote}: {}",
+            p.turnaround_ms
+        );
     }
     // memory=first-run: every page on node 1 where it runs; local pages cost 1 whatever R.
     let r = run("memory=first-run,remote=scaled:3");
@@ -432,7 +440,10 @@ fn remote_scales_the_cost_of_remote_pages_only() {
     // remote=scaled:1 is slit, bit for bit.
     let a = run("memory=parent,remote=scaled:1");
     let b = run("memory=parent");
-    assert_eq!(a.processes[0].turnaround_ms.to_bits(), b.processes[0].turnaround_ms.to_bits());
+    assert_eq!(
+        a.processes[0].turnaround_ms.to_bits(),
+        b.processes[0].turnaround_ms.to_bits()
+    );
 }
 
 #[test]
