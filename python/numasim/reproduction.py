@@ -27,9 +27,9 @@ Ablation, one factor at a time:
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
    value under S is already the other profile's is listed as not flipped. An assumption both
-   profiles give the same value (``exec``, ``cost``, ``load``, ``remote``) is flipped to each of its other
-   values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without IO-bound
-   processes, ``load`` without a load level) is not flipped.
+   profiles give the same value (``exec``, ``cost``, ``load``, ``remote``) is flipped to each of
+   its other values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without
+   IO-bound processes, ``load`` without a load level) is not flipped.
    2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,
    capability-aware's ``place``, origin-aware's ``si``) that applies to the experiment is set
    to each of its alternatives, alone.
