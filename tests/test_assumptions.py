@@ -28,6 +28,7 @@ LINUX = {
     "exec": "cpu",
     "cost": "kernel",
     "load": "work",
+    "remote": "slit",
 }
 PAPER = {
     "memory": "parent",
@@ -36,11 +37,12 @@ PAPER = {
     "exec": "cpu",
     "cost": "kernel",
     "load": "work",
+    "remote": "slit",
 }
 
 
 def test_the_registry_has_two_profiles_and_a_source_for_every_value(run):
-    assert a.names() == ["memory", "slice", "wake", "exec", "cost", "load"]
+    assert a.names() == ["memory", "slice", "wake", "exec", "cost", "load", "remote"]
     assert a.resolve("kernel26") == LINUX
     assert a.resolve("paper") == PAPER
     assert a.resolve(None) == LINUX  # the default: numasim's behaviour before issue 13
@@ -120,7 +122,7 @@ def test_a_profile_after_an_item_on_the_command_line_keeps_the_item(run):
     assert r.code == 0, r.err
     assert (
         "assumptions: memory=first-run, slice=work, wake=idlest, exec=cpu, cost=kernel, "
-        "load=work\n" in r.out
+        "load=work, remote=slit\n" in r.out
     )
 
 
@@ -168,8 +170,8 @@ def test_run_prints_its_assumptions_and_refuses_unknown_ones(run, tmp_path):
             "--out", tmp_path / "saved")  # fmt: skip
     assert r.code == 0, r.err
     paper = (
-        "assumptions: memory=parent, slice=work, wake=idlest, exec=cpu, cost=kernel, load=work "
-        "(the paper profile)"
+        "assumptions: memory=parent, slice=work, wake=idlest, exec=cpu, cost=kernel, load=work, "
+        "remote=slit (the paper profile)"
     )
     assert paper in r.out
     saved = json.loads((tmp_path / "saved" / "run.json").read_text())
@@ -191,15 +193,15 @@ def test_stored_runs_are_keyed_by_their_assumptions(run, tmp_path):
     r = run("reproduce", path, "--out", out, "--jobs", "1")
     assert r.code == 0, r.err
     linux = (
-        "memory=first-run, slice=wall, wake=previous, exec=cpu, cost=kernel, load=work "
-        "(the kernel26 profile)"
+        "memory=first-run, slice=wall, wake=previous, exec=cpu, cost=kernel, load=work, "
+        "remote=slit (the kernel26 profile)"
     )
     assert f"assumptions: {linux}" in r.out
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "slice=work")
     assert "computed 12, reused 0 of 12 runs" in r.out
     assert (
         "assumptions: memory=first-run, slice=work, wake=previous, exec=cpu, cost=kernel, "
-        "load=work\n" in r.out
+        "load=work, remote=slit\n" in r.out
     )
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26")
     assert "resumed 12 of 12 runs" in r.out

@@ -38,18 +38,19 @@ def _flips(name: str) -> list[str]:
 
 
 def test_ablate_flips_every_open_choice_that_applies():
-    # origin-aware-m1: the paper profile's three differences, cost (both profiles read it
-    # alike; exec too, but CPU-bound workloads only: nothing for it to change), m (CPU-bound
-    # workloads), the random window (W2, W3) and origin-aware's si.
+    # origin-aware-m1: the paper profile's three differences, cost and remote (both profiles
+    # read them alike; exec too, but CPU-bound workloads only: nothing for it to change), m
+    # (CPU-bound workloads), the random window (W2, W3) and origin-aware's si.
     assert _flips("origin-aware-m1") == [
-        "memory=first-run", "slice=wall", "wake=previous", "cost=paper", "m=0.2", "m=0.8",
-        "random-window=250", "si=all"]  # fmt: skip
+        "memory=first-run", "slice=wall", "wake=previous", "cost=paper", "remote=scaled",
+        "m=0.2", "m=0.8", "random-window=250", "si=all"]  # fmt: skip
     # capability-amc1 runs place=domain: the other two scopes.
     assert _flips("capability-amc1")[-3:] == ["random-window=250", "place=machine",
                                               "place=node"]  # fmt: skip
     # multilevel-altix: IO-bound only (no m), linux26 only (no place, no si).
     assert _flips("multilevel-altix") == ["memory=first-run", "slice=wall", "exec=total",
-                                          "cost=paper", "random-window=250"]  # fmt: skip
+                                          "cost=paper", "remote=scaled",
+                                          "random-window=250"]  # fmt: skip
     # load acts only where a workload has a load level: the home-cluster experiments.
     assert "load=held" in _flips("home-cluster-load")
     assert "load=held" in _flips("home-cluster-threads")

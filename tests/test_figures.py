@@ -119,14 +119,12 @@ def test_the_caption_says_what_the_error_bars_are(fig_of, tmp_path):
     assert report.caption(exp, one) == (
         "no error bars: fewer than 2 replications\n"
         "assumptions: memory=first-run, slice=wall, wake=previous, exec=cpu, cost=kernel, "
-        "load=work "
-        "(the kernel26 profile)"
+        "load=work, remote=slit (the kernel26 profile)"
     )
     # The second line names the modelling assumptions the figure was made under.
     assert text.endswith(
         "\nassumptions: memory=first-run, slice=wall, wake=previous, exec=cpu, cost=kernel, "
-        "load=work "
-        "(the kernel26 profile)"
+        "load=work, remote=slit (the kernel26 profile)"
     )
 
 

@@ -115,3 +115,19 @@ def test_bad_fit_input_exits_2_with_one_line(run, tmp_path, monkeypatch, args, l
     r = run(*args)
     assert r.code == 2
     assert line in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_the_remote_scale_is_searched_as_remote_scaled_r_and_one_is_slit():
+    exp = _tiny(seed=7)
+    space = fit.build(exp, ["cost"], None)
+    assert space.continuous == ("m", "cost_scale", "remote_scale")
+    combo = {"cost": "kernel"}
+    assert [p.name for p in space.active(combo)] == ["m", "remote_scale"]
+    r = fit.CONTINUOUS["remote_scale"]
+    assert (r.value(0.0), r.value(0.5), r.value(1.0)) == (1.0, 2.0, 3.0)
+    at = lambda v: dict(i.split("=", 1) for i in space.setting(combo, v).assume.split(","))  # noqa: E731
+    assert at({"m": 0.5, "remote_scale": 2.0})["remote"] == "scaled"
+    assert at({"m": 0.5, "remote_scale": 2.5})["remote"] == "scaled:2.5"
+    # R = 1 is the SLIT model itself, one key in the store whichever way it is written.
+    assert at({"m": 0.5, "remote_scale": 1.0})["remote"] == "slit"
+    assert at({"m": 0.5})["remote"] == "slit"  # not searched: the experiment's own

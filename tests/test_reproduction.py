@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numasim import experiment as ex
-from numasim import reproduction
+from numasim import profile_table, reproduction
 from numasim.cli import main
 
 TINY = """
@@ -77,18 +77,18 @@ def test_the_ablation_flips_exactly_what_differs_from_the_other_profile(reproduc
     path, out, _ = reproduced
     p = reproduction.plan(ex.load(path))
     # The file runs the kernel26 profile with memory=parent (the paper's value): only slice and
-    # wake differ from the paper profile; exec and cost, which both profiles read alike, are
+    # wake differ from the paper profile; exec, cost and remote, which both profiles read alike, are
     # flipped to their other value; of the open choices only origin-aware's si applies (an IO
     # workload with uniform arrivals: neither m nor the random window).
     assert (p.current, p.other) == ("kernel26", "paper")
     assert [(f.name, f.value, f.flipped, f.choice) for f in p.flips] == [
         ("slice", "wall", "work", False), ("wake", "previous", "idlest", False),
         ("exec", "cpu", "total", False), ("cost", "kernel", "paper", False),
-        ("si", "queued", "all", True)]  # fmt: skip
+        ("remote", "slit", "scaled", False), ("si", "queued", "all", True)]  # fmt: skip
     assert p.kept == [("memory", "parent")]
     rows = pd.read_csv(out / "ablation.csv")
-    assert sorted(set(rows.assumption)) == ["cost", "exec", "si", "slice", "wake"]
-    assert len(rows) == 5 * 3  # five flips × three n × one policy
+    assert sorted(set(rows.assumption)) == ["cost", "exec", "remote", "si", "slice", "wake"]
+    assert len(rows) == 6 * 3  # six flips × three n × one policy
     for ext in ("png", "svg"):
         assert (out / "figures" / f"tiny-repro-ablation-hp-superdome-4-io.{ext}").stat().st_size
 
@@ -112,7 +112,7 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
 
     def at(**changed: str) -> str:
         values = {"cost": "kernel", "exec": "cpu", "load": "work", "memory": "parent",
-                  "slice": "wall", "wake": "previous", **changed}  # fmt: skip
+                  "remote": "slit", "slice": "wall", "wake": "previous", **changed}  # fmt: skip
         return ",".join(f"{k}={v}" for k, v in values.items())
 
     base = at()
@@ -120,6 +120,7 @@ def test_the_delta_is_the_flipped_gain_minus_the_base_gain_from_the_stored_runs(
              "wake": (at(wake="idlest"), "origin-aware"),
              "exec": (at(exec="total"), "origin-aware"),
              "cost": (at(cost="paper"), "origin-aware"),
+             "remote": (at(remote="scaled"), "origin-aware"),
              "si": (base, "origin-aware:si=all")}  # fmt: skip
     # Besides the flips, the report's profile table ran the paper profile (kernel26 is the
     # file's own setting, reused).
@@ -138,11 +139,11 @@ def test_a_rerun_reuses_every_run_of_the_ablation(reproduced, run):
     path, out, _ = reproduced
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate")
     assert r.code == 0, r.err
-    assert "ablation: computed 0, reused 90 runs" in r.out  # 5 flips × 3 n × 3 reps × 2
+    assert "ablation: computed 0, reused 108 runs" in r.out  # 6 flips × 3 n × 3 reps × 2
     assert "not flipped (already the paper value): memory=parent" in r.out
     assert re.search(
         r"^ n .*slice=work\s+Δ pp\s+wake=idlest\s+Δ pp\s+exec=total\s+Δ pp"
-        r"\s+cost=paper\s+Δ pp\s+si=all\s+Δ pp$",
+        r"\s+cost=paper\s+Δ pp\s+remote=scaled\s+Δ pp\s+si=all\s+Δ pp$",
         r.out,
         re.M,
     ), r.out
@@ -240,12 +241,13 @@ def test_ablate_json_carries_the_ablation_rows(reproduced, run):
     r = run("reproduce", path, "--out", out, "--jobs", "1", "--ablate", "--json")
     assert r.code == 0, r.err
     data = json.loads(r.out)
-    assert len(data["rows"]) == 3 and len(data["ablation"]) == 15
+    assert len(data["rows"]) == 3 and len(data["ablation"]) == 18
     assert {row["assumption"] for row in data["ablation"]} == {
         "slice",
         "wake",
         "exec",
         "cost",
+        "remote",
         "si",
     }
 
@@ -270,10 +272,10 @@ def test_report_says_before_running_that_it_runs_the_ablation_too(run, tmp_path)
     assert r.code == 0, r.err
     assert r.err.splitlines()[0] == (
         "--report includes the ablation (its page reports it), so it reruns the experiment once "
-        "per flipped assumption or choice (6): up to 72 runs beside the 12 asked, 84 in all "
+        "per flipped assumption or choice (7): up to 84 runs beside the 12 asked, 96 in all "
         "(runs already stored, and the cells a choice leaves as they are, are reused)"
     )
-    assert "ablation: computed 72, reused 0" in r.out
+    assert "ablation: computed 84, reused 0" in r.out
 
 
 def _profiles_page(run, d: Path, fitted: bool) -> str:
@@ -293,7 +295,7 @@ def _profiles_page(run, d: Path, fitted: bool) -> str:
     assert r.code == 0, r.err
     names = "paper, kernel26, fitted:tiny-repro" if fitted else "paper, kernel26"
     assert (f"--report also runs the experiment under each profile it compares with the "
-            f"published table ({names})") in r.err  # fmt: skip
+            f"published result ({names})") in r.err  # fmt: skip
     return page.read_text()
 
 
@@ -317,10 +319,105 @@ def test_the_report_sets_the_published_table_beside_each_profile(run, tmp_path, 
     settings = {json.dumps(json.loads(k)["assumptions"], sort_keys=True)
                 for (k,) in db.execute("SELECT key_json FROM runs")}  # fmt: skip
     db.close()
-    cols = reproduction.profile_columns(ex.load(tmp_path / "tiny-repro.toml"))
+    cols = profile_table.profile_columns(ex.load(tmp_path / "tiny-repro.toml"))
     assert [c.label for c in cols] == ["paper", "kernel26"] + ["fitted:tiny-repro"] * fitted
     for c in cols:
         assert json.dumps(c.exp.assumptions, sort_keys=True) in settings
     both = [s for s in settings if '"slice": "work"' in s and '"wake": "idlest"' in s
             and '"cost": "paper"' in s]  # fmt: skip
     assert bool(both) is fitted
+
+
+AVERAGE_REF = """
+[reference]
+source = "§9"
+quote = "the policy wins by 5 % on average"
+average_gain_pct = 5.0
+"""
+
+
+def test_profiles_set_a_published_average_beside_each_profile(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tmp_path / "tiny-avg.toml"
+    text = (
+        TINY.format(rows="").split("[reference]")[0].replace("replications = 3", "replications = 2")
+    )
+    path.write_text(text.replace("n = [20, 40, 60]", "n = [20, 40]") + AVERAGE_REF)
+    out = tmp_path / "out"
+    # Under the paper profile the run's own rows are the paper column's: the same seeds and store.
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "paper", "--profiles",
+            "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "--profiles also runs the experiment under each profile" in r.err
+    data = json.loads(r.out)
+    prof = data["profiles"]
+    assert prof["kind"] == "average" and prof["columns"] == ["paper", "kernel26"]
+    by = {row["profile"]: row for row in prof["rows"]}
+    own = [row["gain_pct"] for row in data["rows"]]
+    assert by["paper"]["gain_pct"] == pytest.approx(np.mean(own), abs=1e-9)
+    assert by["paper"]["cells"] == 2
+    for row in prof["rows"]:
+        assert row["published_gain_pct"] == 5.0
+        assert row["diff_pp"] == pytest.approx(row["gain_pct"] - 5.0)
+        assert row["gain_min"] <= row["gain_pct"] <= row["gain_max"]
+    (reading,) = prof["reading"]
+    assert "under paper: SIGN" in reading and "under kernel26: SIGN" in reading
+    assert "No trend is published" in reading
+    # The text output prints the same table: every run is reused.
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "paper", "--profiles")
+    assert r.code == 0, r.err
+    assert "computed 0" in r.out or "resumed" in r.out
+    section = r.out.split("published vs numasim under each profile (paper, kernel26)")[1]
+    assert "published average gain %" in section and "reading:" in section
+    line = next(x for x in section.splitlines() if x.strip().startswith("hp-superdome-4"))
+    assert line.split()[1:] == [report_fmt(5.0), report_fmt(by["paper"]["gain_pct"]),
+                                report_fmt(by["kernel26"]["gain_pct"])]  # fmt: skip
+
+
+def report_fmt(x: float) -> str:
+    from numasim import report
+
+    return report.fmt(x, 2)
+
+
+def test_profiles_set_the_claims_of_an_x_axis_experiment_beside_each(run, tmp_path, monkeypatch):
+    from test_claims import tiny_x
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tiny_x(tmp_path, reps=2)
+    out = tmp_path / "out"
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26",
+            "--profiles", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    prof = data["profiles"]
+    assert prof["kind"] == "claims" and prof["columns"] == ["paper", "kernel26"]
+    assert len(prof["rows"]) == 2 * 2  # two claims, two profiles
+    # The kernel26 column is the run as asked: its verdicts are the comparison's own.
+    own = {c["claim"]: c["verdict"] for c in data["claims"]}
+    for row in prof["rows"]:
+        assert row["holds"] + row["fails"] + row["undecided"] == row["comparisons"]
+        if row["profile"] == "kernel26":
+            assert row["verdict"] == own[row["claim"]]
+    (reading,) = prof["reading"]
+    assert re.search(r"under paper: \d of 2 claims hold", reading)
+    page = tmp_path / "x.html"
+    r = run("reproduce", path, "--out", out, "--jobs", "1", "--assume", "kernel26",
+            "--report", page)  # fmt: skip
+    assert r.code == 0, r.err
+    section = page.read_text().split("<h2>Published vs numasim under each profile</h2>")[1]
+    assert "verdict of each claim" in section and '<th class="num">kernel26</th>' in section
+    assert "[1]" in r.out.split("published vs numasim under each profile")[1]
+
+
+def test_profiles_without_a_published_result_say_so(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = tmp_path / "tiny-none.toml"
+    text = (
+        TINY.format(rows="").split("[reference]")[0].replace("replications = 3", "replications = 2")
+    )
+    path.write_text(text.replace("n = [20, 40, 60]", "n = [20]"))
+    r = run("reproduce", path, "--out", tmp_path / "out", "--jobs", "1", "--profiles", "--json")
+    assert r.code == 0, r.err
+    assert "publishes no table, average or claim to compare with" in r.err
+    assert "profiles" not in json.loads(r.out)

@@ -571,21 +571,22 @@ def _ablation_notice(exp, asked: bool) -> str:
     )
 
 
-def _profiles_notice(exp, profiles) -> str:
+def _profiles_notice(exp, profiles, asked: bool) -> str:
     """What the profile table adds to the runs asked for, said before anything runs."""
     asked_runs = len(exp.cells()) * len(exp.variants) * exp.replications
     names = ", ".join(c.label for c in profiles)
+    why = "--profiles" if asked else "--report"
     return (
-        f"--report also runs the experiment under each profile it compares with the published "
-        f"table ({names}): up to {_count(len(profiles) * asked_runs)} runs, the ones already "
+        f"{why} also runs the experiment under each profile it compares with the published "
+        f"result ({names}): up to {_count(len(profiles) * asked_runs)} runs, the ones already "
         "stored (this run's own setting among them) reused"
     )
 
 
 def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bool,
-                    fresh: bool, ablate: bool = False,
-                    report_file: str | None = None) -> None:  # fmt: skip
-    from numasim import app_report, comparison, report, reproduction, stats
+                    fresh: bool, ablate: bool = False, report_file: str | None = None,
+                    profiles_asked: bool = False) -> None:  # fmt: skip
+    from numasim import app_report, comparison, profile_table, report, reproduction, stats
     from numasim import experiment as ex
 
     out_dir = Path(out) if out else Path("numasim-results") / file_part(exp.name)
@@ -596,9 +597,13 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         _check_writable(report_file, "--report")  # before the sweep, not after it
     if ablate or report_file:
         click.echo(_ablation_notice(exp, ablate), err=True)
-    profiles = reproduction.profile_columns(exp) if report_file else []
+    profiles = (profile_table.profile_columns(exp) if report_file or profiles_asked
+                else [])  # fmt: skip
+    if profiles_asked and not profiles:
+        click.echo(f"--profiles: {exp.name} publishes no table, average or claim to compare "
+                   "with: no profile table", err=True)  # fmt: skip
     if profiles:
-        click.echo(_profiles_notice(exp, profiles), err=True)
+        click.echo(_profiles_notice(exp, profiles, profiles_asked), err=True)
     with _progress() as bar:
         task = bar.add_task(exp.name, total=None)
 
@@ -667,10 +672,10 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
                 task = bar.add_task(f"{exp.name} under {label}", total=None)
                 return lambda done, total: bar.update(task, completed=done, total=total)
 
-            reproduction.run_profiles(profiles, out_dir, confidence, jobs=jobs, cluster=cluster,
-                                      on_progress=profile_progress)  # fmt: skip
+            profile_table.run_profiles(profiles, out_dir, confidence, jobs=jobs,
+                                       cluster=cluster, on_progress=profile_progress)  # fmt: skip
     if report_file and versus is not None:
-        _write(report_file, comparison.html_page(exp, versus, confidence, ablation))
+        _write(report_file, comparison.html_page(exp, versus, confidence, ablation, profiles))
     elif report_file:
         page = reproduction.html_page(exp, summary, gains, confidence,
                                       [f for f in figures if apps is None or f not in apps.figures],
@@ -684,6 +689,8 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
             rows.update(comparison.json_rows(exp, versus))
         if ablation is not None:
             rows["ablation"] = reproduction.json_rows(ablation)
+        if profiles:
+            rows.update(profile_table.json_rows(exp, profiles))
         click.echo(json.dumps(rows))
         click.echo(reuse, err=True)
         return
@@ -698,6 +705,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         click.echo()
         click.echo(comparison.ablation_text(exp, ablation, confidence) if versus is not None
                    else reproduction.table_text(exp, ablation))  # fmt: skip
+    if profiles:
+        click.echo()
+        click.echo(profile_table.text(exp, profiles))
     click.echo()
     click.echo(reuse)
     if ablation is not None:
@@ -802,11 +812,15 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
               "the published numbers beside numasim's under the paper, kernel26 and (if one "
               "exists) fitted profiles (run too), figures, the ablation (run too) and a "
               "reading of sign, trend and magnitude.")  # fmt: skip
+@click.option("--profiles", "profiles_asked", is_flag=True,
+              help="Also run under the paper, kernel26 and (if one exists) fitted profiles and "
+              "print the published result beside each (table, average or claims) with a "
+              "reading of sign, trend and magnitude (--report includes it).")  # fmt: skip
 @click.option("--extra", is_flag=True,
               help="Also run the file's extra variants (every shipped reproduction: today's "
               "Linux, linux@linux with NUMA balancing off and on).")  # fmt: skip
 def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json,
-              ablate, report_file, extra) -> None:  # fmt: skip
+              ablate, report_file, profiles_asked, extra) -> None:  # fmt: skip
     """Run a shipped experiment (numasim list experiments) or an experiment file, under its
     paper's modelling assumptions unless --assume says otherwise."""
     from numasim import experiment as ex
@@ -821,7 +835,9 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
         exp.replications = replications
         ex.check_budget(exp, "--replications")
     exp = _experiment_assume(exp, assume)
-    _run_experiment(exp, out, jobs, cluster, confidence, as_json, fresh, ablate, report_file)
+    _run_experiment(
+        exp, out, jobs, cluster, confidence, as_json, fresh, ablate, report_file, profiles_asked
+    )
 
 
 @cli.command()
@@ -840,8 +856,8 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
               help="Assumptions to search (comma list; default memory,exec,cost; exec only "
               "with IO-bound processes).")  # fmt: skip
 @click.option("--continuous", default=None,
-              help="Continuous parameters, at most three (comma list of m, cost_scale; "
-              "default both, each where it acts).")  # fmt: skip
+              help="Continuous parameters (comma list of m, cost_scale, remote_scale; "
+              "default all three, each where it acts).")  # fmt: skip
 @click.option(
     "--jobs",
     "-j",

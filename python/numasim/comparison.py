@@ -304,10 +304,12 @@ def ablation_verdicts(exp: Experiment, a: Any, confidence: float) -> list[list[s
     return rows
 
 
-def html_page(exp: Experiment, c: Comparison, confidence: float, ablation: Any) -> str:
+def html_page(exp: Experiment, c: Comparison, confidence: float, ablation: Any,
+              profiles: list | None = None) -> str:  # fmt: skip
     """The reproduction page of an x-axis experiment (self-contained, as reproduction's): the
-    claims with their verdicts, the setup, the tables and figures, the ablation."""
-    from numasim import __version__, reproduction
+    claims with their verdicts, the setup, the tables and figures, the claims' verdicts under
+    each profile (``profile_table``), the ablation."""
+    from numasim import __version__, profile_table, reproduction
 
     esc = html.escape
     title = f"{exp.name}: {report.experiment_title(exp)}"
@@ -332,6 +334,7 @@ def html_page(exp: Experiment, c: Comparison, confidence: float, ablation: Any) 
         "<h2>numasim's results</h2>",
         f"<pre>{esc(text(exp, c))}</pre>",
         *[reproduction._img(f, FIGURE_CAPTION) for f in c.figures if f.suffix == ".png"],
+        *profile_table.html_section(exp, profiles or []),
         "<h2>Ablation: do the verdicts depend on a modelling assumption?</h2>",
         f"<pre>{esc(ablation_text(exp, ablation, confidence))}</pre>",
         "</body></html>",

@@ -10,6 +10,7 @@ experiment, setting S (its profile, the file's values, --assume)
   ├─ runs under S,wake=OTHER                │ mix and a rerun reuses them all
   ├─ runs under S,exec=OTHER (IO workloads)  │
   ├─ runs under S,cost=paper                │
+  ├─ runs under S,remote=scaled             │
   └─ runs with one open choice set         ─┘ (m, random-window, place, si: choices.py)
         │ stats.gains per setting
         ▼
@@ -26,9 +27,9 @@ Ablation, one factor at a time:
 2. Every assumption whose value under S differs from the other profile's is flipped alone: a
    copy of the experiment with ``,NAME=VALUE`` appended to its ``assume``. An assumption whose
    value under S is already the other profile's is listed as not flipped. An assumption both
-   profiles give the same value (``exec``, ``cost``, ``load``) is flipped to each of its other
-   values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without IO-bound
-   processes, ``load`` without a load level) is not flipped.
+   profiles give the same value (``exec``, ``cost``, ``load``, ``remote``) is flipped to each of
+   its other values; one that acts on nothing in the experiment (``APPLIES``: ``exec`` without
+   IO-bound processes, ``load`` without a load level) is not flipped.
    2b. Every open choice (``choices.py``: memory intensity, the window of random arrivals,
    capability-aware's ``place``, origin-aware's ``si``) that applies to the experiment is set
    to each of its alternatives, alone.
@@ -818,11 +819,13 @@ def html_page(
     ablation: Ablation,
     ablation_figures: list[Path],
     apps: Any = None,
-    profiles: list[ProfileColumn] | None = None,
+    profiles: list | None = None,
 ) -> str:
     """The reproduction page (self-contained: figures are base64 PNG, nothing is fetched);
-    ``apps`` (``app_report.AppResults``) adds the per-application results of app workloads."""
-    from numasim import __version__
+    ``apps`` (``app_report.AppResults``) adds the per-application results of app workloads,
+    ``profiles`` (``profile_table.ProfileColumn``, run) the published result beside each
+    profile."""
+    from numasim import __version__, profile_table
 
     esc = html.escape
     ref_gains = apps.average if apps is not None else None
@@ -840,133 +843,8 @@ def html_page(
         f"<pre>{esc(report.table_text(exp, summary, gains, confidence, None, ref_gains))}</pre>",
         *[_img(f, FIGURE_CAPTION) for f in figures if f.suffix == ".png"],
         *(_apps_section(exp, apps) if apps is not None else []),
-        *_profiles_section(exp, profiles or []),
+        *profile_table.html_section(exp, profiles or []),
         *_ablation_section(exp, ablation, ablation_figures),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
-
-
-# --- published vs numasim under each profile ----------------------------------------------
-#
-# A report with a published table also runs the experiment under ``paper``, ``kernel26`` and,
-# when one exists, the fitted profile (the one ``--assume fitted:NAME`` named, else
-# ``fitted:EXPERIMENT``), into the same store with the same seeds, so that the page shows which
-# model the published table supports. The run's own setting is reused from the store.
-
-
-@dataclass
-class ProfileColumn:
-    label: str
-    exp: Experiment
-    gains: pd.DataFrame | None = None
-
-
-def profile_columns(exp: Experiment) -> list[ProfileColumn]:
-    """The settings of the profile table: ``paper``, ``kernel26``, and the fitted profile if a
-    file of it exists; [] without a published table."""
-    from numasim.fit import profile as fitted
-
-    if exp.reference is None or not exp.reference.rows or exp.has_x:
-        return []
-    cols = []
-    for name in ("paper", "kernel26"):  # the papers' sentences first, then the kernel
-        e = copy.copy(exp)
-        e.assume, e.fitted = name, None
-        cols.append(ProfileColumn(name, e))
-    names = (n.removeprefix(fitted.PREFIX) for n in (exp.fitted, exp.name) if n)
-    for name in dict.fromkeys(names):
-        if (fitted.user_dir() / f"{name}.json").is_file():
-            e = fitted.apply(copy.copy(exp), f"{fitted.PREFIX}{name}")
-            cols.append(ProfileColumn(f"{fitted.PREFIX}{name}", e))
-            break
-    return cols
-
-
-def run_profiles(cols: list[ProfileColumn], out: Path, confidence: float, jobs=None,
-                 cluster=None, on_progress=None) -> tuple[int, int]:  # fmt: skip
-    """Runs every column into ``out``; ``(computed, reused)``."""
-    computed = reused = 0
-    for c in cols:
-        o = execute(c.exp, out, jobs=jobs, cluster=cluster,
-                       on_progress=on_progress(c.label) if on_progress else None)  # fmt: skip
-        c.gains = stats.gains(o.runs, c.exp, confidence, c.exp.metric)
-        computed, reused = computed + o.computed, reused + o.reused
-    return computed, reused
-
-
-def _agreement(d: pd.DataFrame) -> str:
-    """SIGN, TREND and MAGNITUDE of one column's gains (``versus`` rows of one workload, with
-    both a published and a numasim gain, by n) against the published ones."""
-    m = len(d)
-    same = [int(r.n) for r in d.itertuples() if _sign(r.published_gain_pct) == _sign(r.gain_pct)]
-    other = [int(n) for n in d.n if int(n) not in same]
-    sign = ("SIGN agrees" if not other else "SIGN disagrees" if not same
-            else f"SIGN agrees at {len(same)} of {m} n only (n = {_ns(other)} differ)")  # fmt: skip
-    pt, _ = trend(list(d.n), list(d.published_gain_pct))
-    nt, _ = trend(list(d.n), list(d.gain_pct))
-    if "too few n" in (pt, nt):
-        tr = "TREND not assessed"
-    elif pt == nt:
-        tr = f"TREND agrees ({pt})" if pt != "no clear trend" else "TREND: neither clear"
-    else:
-        tr = f"TREND disagrees (published {pt}, numasim {nt})"
-    inside = int(d.inside.sum())
-    verdict = "agrees" if inside == m else "disagrees" if inside == 0 else "partly agrees"
-    mag = (f"MAGNITUDE {verdict} (mean |diff| {report.fmt(d.diff_pp.abs().mean(), 2)} pp, "
-           f"{inside} of {m} inside)")  # fmt: skip
-    return ", ".join([sign, tr, mag])
-
-
-def profiles_reading(exp: Experiment, cols: list[ProfileColumn]) -> list[str]:
-    """One paragraph per machine and workload: each column's agreement with the table."""
-    per = {c.label: versus(c.exp, c.gains) for c in cols}
-    out = []
-    for (machine, workload), _ in per[cols[0].label].groupby(["machine", "workload"], sort=False):
-        said = []
-        for label, v in per.items():
-            d = v[(v.machine == machine) & (v.workload == workload)]
-            d = d[d.published_gain_pct.notna() & d.gain_pct.notna()].sort_values("n")
-            said.append(f"under {label}: " + (_agreement(d) if len(d) else "no cell to compare"))
-        out.append(f"{machine} · {workload}: " + "; ".join(said) + ".")
-    return out
-
-
-def _profiles_section(exp: Experiment, cols: list[ProfileColumn]) -> list[str]:
-    esc = html.escape
-    if not cols:
-        return []
-    unit = stats.unit(exp.metric)
-    ref = exp.reference
-    absolute = any(b is not None or p is not None for b, p, _ in ref.rows.values())
-    parts = [
-        "<h2>Published vs numasim under each profile</h2>",
-        "<p>The same experiment, seeds and store under the paper profile (the papers' "
-        "sentences), the kernel26 profile (the Linux 2.6.18 kernel) and, where one exists, the "
-        "fitted profile (inferred by <code>numasim fit</code>; not a default). Gains are "
-        f"numasim's means; absolute values in {esc(unit)} where the paper gives them.</p>",
-    ]
-    per = {c.label: versus(c.exp, c.gains) for c in cols}
-    first = per[cols[0].label]
-    for (machine, workload), d in first.groupby(["machine", "workload"], sort=False):
-        header = ["n", "published gain %"] + [f"{c.label} gain %" for c in cols]
-        if absolute:
-            header[2:2] = ["published baseline", "published policy"]
-            for c in cols:
-                header += [f"{c.label} baseline", f"{c.label} policy"]
-        rows = []
-        for r in d.itertuples():
-            row = [r.n, report.fmt(r.published_gain_pct, 2)]
-            cells = [per[c.label].set_index(["machine", "workload", "n"]).loc[
-                (machine, workload, r.n)] for c in cols]  # fmt: skip
-            row += [report.fmt(x.gain_pct, 2) for x in cells]
-            if absolute:
-                row[2:2] = [_num(r.published_baseline), _num(r.published_policy)]
-                for x in cells:
-                    row += [report.fmt(x.baseline_mean), report.fmt(x.policy_mean)]
-            rows.append(row)
-        parts.append(f"<h3>{esc(machine)} · {esc(workload)}</h3>")
-        parts.append(_table(header, rows, set(range(1, len(header)))))
-    parts.append("<h3>Reading</h3>")
-    parts.append("<p>" + " ".join(esc(t) for t in profiles_reading(exp, cols)) + "</p>")
-    return parts

@@ -12,6 +12,7 @@
 //!   exec    = cpu | total             what an IO-bound process's execution time measures
 //!   cost    = kernel | paper[:S]      the scale of balancing costs (S: 1–1000, default 30)
 //!   load    = work | held             what an application workload's load level measures
+//!   remote  = slit | scaled[:R]       remote memory latency against the SLIT distance (R: 1–3)
 //! ```
 //!
 //! 1. Start from the setting's profile, or from `kernel26` (numasim's behaviour before
@@ -22,6 +23,8 @@
 //!    `linux`, the profile's old name (the policy `linux` is Linux 6.x), with the new name.
 //!    `cost=paper:S` carries a continuous scale S (a number from [`Cost::SCALE_MIN`] to
 //!    [`Cost::SCALE_MAX`]); `cost=paper` is `paper:30` ([`Cost::SCALE_DEFAULT`]), and prints so.
+//!    `remote=scaled:R` likewise carries R ([`Remote::SCALE_MIN`] to [`Remote::SCALE_MAX`]);
+//!    `remote=scaled` is `scaled:2`, and `scaled:1` is `slit` (the same model), printed so.
 //! 3. [`Assumptions::pairs`] gives the full, resolved setting in registry order: what stored
 //!    results are keyed by and what every table prints.
 
@@ -74,7 +77,7 @@ pub const RENAMED: [(&str, &str); 1] = [("linux", "kernel26")];
 pub type Split<'a> = (Option<&'static str>, Vec<(&'a str, &'a str)>);
 
 /// The assumptions, in registry order (the test below holds the file to it).
-pub const NAMES: [&str; 6] = ["memory", "slice", "wake", "exec", "cost", "load"];
+pub const NAMES: [&str; 7] = ["memory", "slice", "wake", "exec", "cost", "load", "remote"];
 
 impl Registry {
     /// The parsed registry (checked by the tests below; the file ships with the crate).
@@ -185,6 +188,63 @@ impl Cost {
     }
 }
 
+/// How long a remote memory access takes against its SLIT distance: the remote factor of a
+/// thread on node n is `L = Σ_k a_k · c(n, k) / Σ_k a_k` over its pages, with `c(n, n) = d(n, n)
+/// / 10` (1 on every SLIT) and, for k ≠ n, `c(n, k) = R · d(n, k) / 10` (crate::memory).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Remote {
+    /// R = 1: an access costs its SLIT distance / 10, numasim's model since its first version.
+    #[default]
+    Slit,
+    /// R > 1: every remote access costs R times its SLIT-derived latency.
+    Scaled(f64),
+}
+
+impl Remote {
+    /// The smallest R: the SLIT distance itself.
+    pub const SCALE_MIN: f64 = 1.0;
+    /// The largest: three times the SLIT-derived latency, numasim's bound for a search
+    /// (data/assumptions.toml says why; unsourced).
+    pub const SCALE_MAX: f64 = 3.0;
+    /// `remote=scaled` without R: the middle of the range. No paper gives a number; this only
+    /// gives the value a meaning and the ablation a flip (`numasim fit` infers R).
+    pub const SCALE_DEFAULT: f64 = 2.0;
+
+    fn parse(text: &str) -> Option<Remote> {
+        let scale = match text.split_once(':') {
+            None if text == "slit" => return Some(Remote::Slit),
+            None if text == "scaled" => Self::SCALE_DEFAULT,
+            Some(("scaled", s)) => s.trim().parse().ok()?,
+            _ => return None,
+        };
+        if !(Self::SCALE_MIN..=Self::SCALE_MAX).contains(&scale) {
+            return None;
+        }
+        // One model, one name: R = 1 is the SLIT distance itself.
+        Some(if scale == 1.0 {
+            Remote::Slit
+        } else {
+            Remote::Scaled(scale)
+        })
+    }
+
+    fn text(self) -> String {
+        match self {
+            Remote::Slit => "slit".into(),
+            Remote::Scaled(s) if s == Self::SCALE_DEFAULT => "scaled".into(),
+            Remote::Scaled(s) => format!("scaled:{s}"),
+        }
+    }
+
+    /// R: what a remote access costs against its SLIT-derived latency.
+    pub fn scale(self) -> f64 {
+        match self {
+            Remote::Slit => 1.0,
+            Remote::Scaled(s) => s,
+        }
+    }
+}
+
 /// What an application workload's load level (`load=L`) measures (`WorkloadSpec`'s creation
 /// rate is `L × CPUs / E[it]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -206,6 +266,7 @@ pub struct Assumptions {
     pub exec: Exec,
     pub cost: Cost,
     pub load: LoadLevel,
+    pub remote: Remote,
 }
 
 impl Assumptions {
@@ -352,6 +413,19 @@ impl Assumptions {
                     _ => return Err(bad()),
                 }
             }
+            "remote" => {
+                self.remote = Remote::parse(value).ok_or_else(|| {
+                    InputError::new(
+                        origin,
+                        format!(
+                            "assumption remote: unknown value '{value}'; choose one of slit, \
+                             scaled, scaled:R with R a scale from {} to {}",
+                            Remote::SCALE_MIN,
+                            Remote::SCALE_MAX
+                        ),
+                    )
+                })?
+            }
             _ => unreachable!("every registry entry has a field (tested)"),
         }
         Ok(())
@@ -361,6 +435,9 @@ impl Assumptions {
     pub fn value(&self, name: &str) -> String {
         if name == "cost" {
             return self.cost.text();
+        }
+        if name == "remote" {
+            return self.remote.text();
         }
         self.named_value(name).into()
     }
@@ -456,9 +533,10 @@ mod tests {
         assert_eq!(paper.wake, Wake::Idlest);
         assert_eq!(paper.exec, Exec::Cpu);
         assert_eq!(paper.cost, Cost::Kernel);
+        assert_eq!(paper.remote, Remote::Slit);
         assert_eq!(
             paper.setting(),
-            "memory=parent,slice=work,wake=idlest,exec=cpu,cost=kernel,load=work"
+            "memory=parent,slice=work,wake=idlest,exec=cpu,cost=kernel,load=work,remote=slit"
         );
     }
 
@@ -473,6 +551,37 @@ mod tests {
         assert_eq!(b, Assumptions::parse("t", "memory=parent").unwrap());
         let c = Assumptions::parse("t", "memory=first-run,paper").unwrap();
         assert_eq!((c.memory, c.wake), (Memory::FirstRun, Wake::Idlest));
+    }
+
+    #[test]
+    fn remote_scaled_carries_its_scale_and_one_is_slit() {
+        let p = |s: &str| Assumptions::parse("--assume", s).unwrap();
+        assert_eq!(p("").remote, Remote::Slit);
+        assert_eq!(p("paper").remote, Remote::Slit);
+        assert_eq!(p("remote=scaled").remote, Remote::Scaled(2.0));
+        assert_eq!(p("remote=scaled").value("remote"), "scaled");
+        assert_eq!(p("remote=scaled:2.0").value("remote"), "scaled");
+        assert_eq!(p("remote=scaled:1.5").value("remote"), "scaled:1.5");
+        assert_eq!(p("remote=scaled:1.5").remote.scale(), 1.5);
+        // R = 1 is the SLIT model: one value, one key in the store.
+        assert_eq!(p("remote=scaled:1"), p("remote=slit"));
+        assert_eq!(p("remote=scaled:1").value("remote"), "slit");
+        assert_eq!(p("paper,remote=scaled:3").profile(), None);
+        for bad in [
+            "remote=scaled:0.5",
+            "remote=scaled:3.01",
+            "remote=slit:2",
+            "remote=x",
+        ] {
+            let value = bad.split_once('=').unwrap().1;
+            assert_eq!(
+                Assumptions::parse("--assume", bad).unwrap_err().to_string(),
+                format!(
+                    "--assume: assumption remote: unknown value '{value}'; choose one of slit, \
+                     scaled, scaled:R with R a scale from 1 to 3"
+                )
+            );
+        }
     }
 
     #[test]
@@ -513,7 +622,7 @@ mod tests {
         );
         assert_eq!(
             err("colour=red"),
-            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, cost, load"
+            "--assume: unknown assumption 'colour'; choose one of memory, slice, wake, exec, cost, load, remote"
         );
         assert_eq!(
             err("exec=wall"),

@@ -6,8 +6,10 @@
 //!   sized group (an application with a footprint, crate::apps):
 //!       shared  = [(node, MB)]         footprint · shared, placed by the group's first thread
 //!       private = per thread [(node, MB)]   footprint · (1 − shared) / threads each
-//!   thread t on node n:  L = Σ_k amount_k · distance(n, k) / 10  /  Σ_k amount_k
+//!   thread t on node n:  L = Σ_k amount_k · cost(n, k)  /  Σ_k amount_k
+//!       cost(n, n) = distance(n, n) / 10 (= 1),  cost(n, k) = R · distance(n, k) / 10 for k ≠ n
 //!       over the group's pages (unsized) or over t's private part and the shared part (sized)
+//!       R: the `remote` assumption (1 = the SLIT distance itself, crate::assumptions::Remote)
 //! ```
 //!
 //! Lists are sparse: a group touches few nodes, machines may have many.
@@ -18,7 +20,8 @@
 //! 2. A page move takes a share of the whole group from one node to another (never more than the
 //!    node holds); sized: in proportion from every part on that node.
 //! 3. The remote factor `L` of a thread averages the SLIT distance to the pages it uses, weighted
-//!    by amount (1.0 = all local; a thread with no pages placed yet is local). Sized groups weight
+//!    by amount (1.0 = all local; a thread with no pages placed yet is local), each remote
+//!    distance times R (with R = 1 the sum is computed as before, bit for bit). Sized groups weight
 //!    by MB: accesses are spread evenly over the bytes a thread uses (a documented modelling
 //!    decision: docs/apps.md).
 //! 4. Hinting faults (automatic NUMA balancing, docs/policies/linux-numa.md): a scan pass marks
@@ -190,9 +193,16 @@ impl GroupMemory {
 
     /// Remote factor `L` of thread `t` running on `node`, and the share of its accesses that
     /// go to other nodes: over the group's pages (unsized), or over its private part and the
-    /// shared part, weighted by MB (sized).
-    pub(crate) fn remote_factor(&self, machine: &Machine, node: usize, t: usize) -> (f64, f64) {
-        let (d, total, local) = match &self.sized {
+    /// shared part, weighted by MB (sized); every remote access costs `remote_scale` times its
+    /// SLIT distance / 10 (module doc, step 3).
+    pub(crate) fn remote_factor(
+        &self,
+        machine: &Machine,
+        node: usize,
+        t: usize,
+        remote_scale: f64,
+    ) -> (f64, f64) {
+        let (mut d, total, local) = match &self.sized {
             None => weighted(machine, node, &self.pages),
             Some(s) => {
                 let (d1, t1, l1) = weighted(machine, node, &s.private[t]);
@@ -202,6 +212,12 @@ impl GroupMemory {
         };
         if total <= 0.0 {
             return (1.0, 0.0);
+        }
+        if remote_scale != 1.0 {
+            // The remote part of the sum (all of it but the local amount's own distance), R
+            // times; R = 1 leaves the sum as it was computed, so results stay bit for bit.
+            let own = local * f64::from(machine.distance(node, node)) / 10.0;
+            d = own + remote_scale * (d - own);
         }
         (d / total, ((total - local) / total).max(0.0))
     }

@@ -392,6 +392,61 @@ fn memory_parent_leaves_a_placed_child_s_pages_on_its_parent_s_node() {
 }
 
 #[test]
+fn remote_scales_the_cost_of_remote_pages_only() {
+    // The schedule above: a 100 ms process (m = 0.5) created on CPU 0 (node 0) and placed on
+    // CPU 1 (node 1, distance 20) before it runs.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 100, 0, 0.5)],
+    };
+    let run = |assume: &str| {
+        let mut p = StallOnce {
+            place: 1,
+            at_ns: 0,
+            rqs: 0,
+            done: true,
+        };
+        engine::run(&m, &d, &w, &mut p, &with(assume)).unwrap()
+    };
+    // memory=parent: every page on node 0, remote. A remote access costs R · 20 / 10:
+    // R = 1 (slit): L = 2, 100 · (0.5 + 0.5 · 2) = 150 ms; R = 2: L = 4, 250 ms; R = 1.5: L = 3,
+    // 200 ms; R = 3: L = 6, 350 ms.
+    for (remote, l, tat) in [
+        ("slit", 2.0, 150.0),
+        ("scaled", 4.0, 250.0),
+        ("scaled:1.5", 3.0, 200.0),
+        ("scaled:3", 6.0, 350.0),
+    ] {
+        let r = run(&format!("memory=parent,remote={remote}"));
+        let p = &r.processes[0];
+        assert!(
+            (p.remote_factor - l).abs() < 1e-12,
+            "{remote}: L = {}",
+            p.remote_factor
+        );
+        // (event times are whole ns, rounded up: 1 ns over)
+        assert!(
+            (p.turnaround_ms - tat).abs() <= 1e-6,
+            "{remote}: {}",
+            p.turnaround_ms
+        );
+    }
+    // memory=first-run: every page on node 1 where it runs; local pages cost 1 whatever R.
+    let r = run("memory=first-run,remote=scaled:3");
+    assert_eq!(r.processes[0].turnaround_ms, 100.0);
+    assert_eq!(r.processes[0].remote_factor, 1.0);
+    // remote=scaled:1 is slit, bit for bit.
+    let a = run("memory=parent,remote=scaled:1");
+    let b = run("memory=parent");
+    assert_eq!(
+        a.processes[0].turnaround_ms.to_bits(),
+        b.processes[0].turnaround_ms.to_bits()
+    );
+}
+
+#[test]
 fn slice_work_gives_a_balancing_stall_back_to_the_running_slice() {
     // One CPU runs two 100 ms processes (the 100 ms slice is exactly one process); at 50 ms a
     // balancing attempt examines 1 000 runqueues: a 1 ms stall of P0.

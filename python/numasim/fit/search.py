@@ -119,14 +119,24 @@ def _fit_combo(ev: Evaluator, space: Space, combo: dict[str, str], budget: int) 
 
 
 def _values_of(space: Space, best: ComboFit) -> dict[str, float]:
+    assumed = dict(i.split("=", 1) for i in best.setting.assume.split(","))
     out = {}
     for p in space.active(best.combo):
         if p.name == "m":
             out["m"] = best.setting.m
         elif p.name == "cost_scale":
-            text = dict(i.split("=", 1) for i in best.setting.assume.split(","))["cost"]
+            text = assumed["cost"]
             out["cost_scale"] = float(text.split(":")[1]) if ":" in text else 30.0
+        elif p.name == "remote_scale":
+            out["remote_scale"] = remote_scale(assumed["remote"])
     return out
+
+
+def remote_scale(text: str) -> float:
+    """R of a ``remote`` value: ``slit`` 1, ``scaled`` 2, ``scaled:R`` R."""
+    if text == "slit":
+        return 1.0
+    return float(text.split(":")[1]) if ":" in text else 2.0
 
 
 def _profile(

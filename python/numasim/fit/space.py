@@ -5,16 +5,18 @@ experiment's setting.
 ```
 point = {discrete: memory, slice, wake, exec, cost (kernel | paper)}
         + {continuous, each scaled to [0, 1] for the optimiser}
-   m           memory intensity of CPU-bound processes   0.05 … 0.95     linear
-   cost_scale  the S of cost=paper:S                      1 … 1000        log
-   ──► Setting(assume="memory=…,slice=…,wake=…,exec=…,cost=paper:S", m=…)
+   m             memory intensity of CPU-bound processes   0.05 … 0.95     linear
+   cost_scale    the S of cost=paper:S                      1 … 1000        log
+   remote_scale  the R of remote=scaled:R                   1 … 3           linear
+   ──► Setting(assume="memory=…,slice=…,wake=…,exec=…,cost=paper:S,…,remote=scaled:R", m=…)
 ```
 
 1. A discrete assumption is searched when it can change the experiment: ``exec`` only with
    IO-bound processes; ``cost`` always. The default search is ``memory``, ``exec`` and ``cost``:
    the readings no sentence settles (docs/assumptions.md); ``--discrete`` names others.
 2. ``m`` is searched when the open choice ``m`` applies (CPU-bound or mixed workloads without
-   ``mem``/``mem_cpu``); ``cost_scale`` only when ``cost=paper``.
+   ``mem``/``mem_cpu``); ``cost_scale`` only when ``cost=paper``; ``remote_scale`` always (every
+   workload has memory); R = 1 is ``remote=slit``.
 3. A setting is the experiment's own resolved assumptions with the searched ones set, and ``m``
    set through the open choice (``choices.apply``), exactly as ``--ablate`` sets it.
 
@@ -22,6 +24,11 @@ Ranges: ``m`` is a share of a process's all-local running time spent waiting on 
 lies in (0, 1); the ends (a process that never, or only, waits on memory) are left out.
 ``cost_scale`` runs from the kernel's rates (1) to one runqueue examined costing a whole 1 ms
 tick (1000): ``Cost::SCALE_MIN``/``SCALE_MAX`` of the core (data/assumptions.toml, ``cost``).
+``remote_scale`` runs from the SLIT distance itself (1) to three times it (3):
+``Remote::SCALE_MIN``/``SCALE_MAX`` (data/assumptions.toml, ``remote``). For one process the
+slowdown is 1 + m·R·(L_slit − 1): m and R trade off exactly where every process has the same m,
+and only processes of another intensity (IO-bound ones, ``mem_io``) or the remote factor itself
+tell them apart, so on a CPU-bound table their profiles show a ridge, not a point.
 """
 
 from __future__ import annotations
@@ -67,6 +74,9 @@ CONTINUOUS = {
     "cost_scale": Continuous("cost_scale", 1.0, 1000.0, True,
                              "the scale S of cost=paper:S (1: the kernel's rates; 1000: a 1 ms "
                              "tick per runqueue examined)"),
+    "remote_scale": Continuous("remote_scale", 1.0, 3.0, False,
+                               "the scale R of remote=scaled:R (1: a remote access costs its "
+                               "SLIT distance / 10; 3: three times that)"),
 }  # fmt: skip
 
 DEFAULT_DISCRETE = ("memory", "exec", "cost")
@@ -112,6 +122,9 @@ class Space:
         if resolved["cost"] != "kernel":
             scale = values.get("cost_scale")
             resolved["cost"] = "paper" if scale is None else f"paper:{scale:.6g}"
+        if "remote_scale" in values:
+            # scaled:1 is slit: the core prints it so
+            resolved["remote"] = f"scaled:{values['remote_scale']:.6g}"
         text = assume.canonical(assume.resolve(assume.canonical(resolved), "fit"))
         return Setting(text, values.get("m"))
 
@@ -137,7 +150,7 @@ def build(exp, discrete: list[str] | None, continuous: list[str] | None) -> Spac
             raise InputError(
                 f"--continuous: unknown parameter '{c}'; choose from {', '.join(CONTINUOUS)}"
             )
-    if len(cont) > 3:
+    if len(cont) > len(CONTINUOUS):
         raise InputError("--continuous: at most three parameters")
     if "m" in cont and choices.current(choices.entry("m"), exp) is None:
         cont.remove("m")  # no workload it applies to

@@ -379,9 +379,10 @@ impl<'a> State<'a> {
     fn remote_factor(&self, pid: Pid, cpu: CpuId) -> (f64, f64) {
         let tgid = self.w.workload.processes[pid].tgid as usize;
         let node = self.w.machine.cpu_node(cpu);
+        let scale = self.w.config.assumptions.remote.scale();
         self.w.groups[tgid]
             .memory
-            .remote_factor(self.w.machine, node, pid - tgid)
+            .remote_factor(self.w.machine, node, pid - tgid, scale)
     }
 
     /// Progress per ns of `pid` on `cpu`, with its `(L, remote share)`.
