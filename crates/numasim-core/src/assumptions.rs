@@ -166,25 +166,44 @@ impl Cost {
     pub const SCALE_DEFAULT: f64 = 30.0;
 
     fn parse(text: &str) -> Option<Cost> {
-        match text.split_once(':') {
-            None if text == "kernel" => Some(Cost::Kernel),
-            None if text == "paper" => Some(Cost::Paper(Self::SCALE_DEFAULT)),
-            Some(("paper", s)) => {
-                let scale: f64 = s.trim().parse().ok()?;
-                (Self::SCALE_MIN..=Self::SCALE_MAX)
-                    .contains(&scale)
-                    .then_some(Cost::Paper(scale))
-            }
-            _ => None,
-        }
+        let range = Self::SCALE_MIN..=Self::SCALE_MAX;
+        let scale = parse_scaled(text, "kernel", "paper", range, Self::SCALE_DEFAULT)?;
+        Some(scale.map_or(Cost::Kernel, Cost::Paper))
     }
 
     fn text(self) -> String {
         match self {
             Cost::Kernel => "kernel".into(),
-            Cost::Paper(s) if s == Self::SCALE_DEFAULT => "paper".into(),
-            Cost::Paper(s) => format!("paper:{s}"),
+            Cost::Paper(s) => scaled_text("paper", s, Self::SCALE_DEFAULT),
         }
+    }
+}
+
+/// A value that is either `base` or `word` with a scale (`word` alone, or `word:S` with S in
+/// `range`): `Some(None)` for `base`, `Some(Some(S))` for a scale (`default` for `word` alone),
+/// `None` for anything else.
+fn parse_scaled(
+    text: &str,
+    base: &str,
+    word: &str,
+    range: std::ops::RangeInclusive<f64>,
+    default: f64,
+) -> Option<Option<f64>> {
+    let scale = match text.split_once(':') {
+        None if text == base => return Some(None),
+        None if text == word => default,
+        Some((w, s)) if w == word => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    range.contains(&scale).then_some(Some(scale))
+}
+
+/// `word` for the default scale, `word:S` for any other: what [`parse_scaled`] reads back.
+fn scaled_text(word: &str, scale: f64, default: f64) -> String {
+    if scale == default {
+        word.into()
+    } else {
+        format!("{word}:{scale}")
     }
 }
 
@@ -211,28 +230,19 @@ impl Remote {
     pub const SCALE_DEFAULT: f64 = 2.0;
 
     fn parse(text: &str) -> Option<Remote> {
-        let scale = match text.split_once(':') {
-            None if text == "slit" => return Some(Remote::Slit),
-            None if text == "scaled" => Self::SCALE_DEFAULT,
-            Some(("scaled", s)) => s.trim().parse().ok()?,
-            _ => return None,
-        };
-        if !(Self::SCALE_MIN..=Self::SCALE_MAX).contains(&scale) {
-            return None;
-        }
+        let range = Self::SCALE_MIN..=Self::SCALE_MAX;
+        let scale = parse_scaled(text, "slit", "scaled", range, Self::SCALE_DEFAULT)?;
         // One model, one name: R = 1 is the SLIT distance itself.
-        Some(if scale == 1.0 {
-            Remote::Slit
-        } else {
-            Remote::Scaled(scale)
+        Some(match scale {
+            Some(r) if r != 1.0 => Remote::Scaled(r),
+            _ => Remote::Slit,
         })
     }
 
     fn text(self) -> String {
         match self {
             Remote::Slit => "slit".into(),
-            Remote::Scaled(s) if s == Self::SCALE_DEFAULT => "scaled".into(),
-            Remote::Scaled(s) => format!("scaled:{s}"),
+            Remote::Scaled(s) => scaled_text("scaled", s, Self::SCALE_DEFAULT),
         }
     }
 
