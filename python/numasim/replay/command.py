@@ -20,6 +20,25 @@ def _pids(text: str | None) -> set[int] | None:
         raise InputError(f"--pids: {text!r} is not a list of pids (like 256-263,300)") from None
 
 
+def _reading(command):
+    """The options both import-trace and replay take: which threads of the trace, read how."""
+    options = [
+        click.option("--pids", default=None,
+                     help="Only these traced pids (a list like 256-263,300)."),
+        click.option("--comm", default=None,
+                     help="Only threads whose name matches this regex."),
+        click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
+                     help="A trace_processor_shell binary, to read a Perfetto trace (numasim "
+                     "never downloads one)."),
+        click.option("--closed-loop", is_flag=True,
+                     help="Replay each sleep woken by a replayed thread as a wait for that "
+                     "thread (perf sched replay's model) instead of a timed block."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command(name="import-trace")
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--out", "-o", default=None,
@@ -27,8 +46,7 @@ def _pids(text: str | None) -> set[int] | None:
 @click.option("--machine", "machine_spec", default=None,
               help="Preset or machine file of the traced machine (default: the numactl "
               "--hardware or sysfs capture beside the trace).")  # fmt: skip
-@click.option("--pids", default=None, help="Only these traced pids (a list like 256-263,300).")
-@click.option("--comm", default=None, help="Only threads whose name matches this regex.")
+@_reading
 @click.option("--keep-kernel", is_flag=True,
               help="Keep per-CPU kernel threads (pinned to their CPU).")  # fmt: skip
 @click.option("--mem", type=click.FloatRange(0, 1), default=0.0, show_default=True,
@@ -38,12 +56,6 @@ def _pids(text: str | None) -> set[int] | None:
 @click.option("--events", "events_dir", default=None,
               help="Also save the real schedule as numasim's run events in this directory, as "
               "run --out saves a run (numasim trace DIR --report FILE reads it).")  # fmt: skip
-@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
-              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
-              "downloads one).")  # fmt: skip
-@click.option("--closed-loop", is_flag=True,
-              help="Replay each sleep woken by a replayed thread as a wait for that thread "
-              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the import's summary as JSON.")
 def import_trace_command(
     trace_path: str,
@@ -226,8 +238,7 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
               help="Preset or machine file to replay on (default: the traced machine, from "
               "the capture beside the trace).")  # fmt: skip
 @click.option("--policy", default="linux", show_default=True, help="Policy of the replay.")
-@click.option("--pids", default=None, help="Only these traced pids (a list like 256-263,300).")
-@click.option("--comm", default=None, help="Only threads whose name matches this regex.")
+@_reading
 @click.option("--keep-kernel", is_flag=True, help="Keep per-CPU kernel threads (pinned).")
 @click.option("--mem", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Memory intensity of every process.")  # fmt: skip
@@ -237,12 +248,6 @@ def export_rtapp(machine_spec: str, workload_spec: str, seed: int, out: str) -> 
               help="Modelling assumptions of the replay (numasim list assumptions).")  # fmt: skip
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95,
               show_default=True, help="Level of the paired differences' intervals.")  # fmt: skip
-@click.option("--trace-processor", "trace_processor", default=None, metavar="PATH",
-              help="A trace_processor_shell binary, to read a Perfetto trace (numasim never "
-              "downloads one).")  # fmt: skip
-@click.option("--closed-loop", is_flag=True,
-              help="Replay each sleep woken by a replayed thread as a wait for that thread "
-              "(perf sched replay's model) instead of a timed block.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--report", "report_file", default=None,
               help="Also write both schedules and their differences as an HTML page.")  # fmt: skip
