@@ -131,3 +131,35 @@ def test_the_remote_scale_is_searched_as_remote_scaled_r_and_one_is_slit():
     # R = 1 is the SLIT model itself, one key in the store whichever way it is written.
     assert at({"m": 0.5, "remote_scale": 1.0})["remote"] == "slit"
     assert at({"m": 0.5})["remote"] == "slit"  # not searched: the experiment's own
+
+
+class _Ridge:
+    """An objective of m alone with a local minimum where the grid starts Nelder–Mead (m near
+    0.32, J = 1) and a lower one at the range's end (m = 0.95, J = 0.5) that only the profile
+    visits: the search must end at the lower one."""
+
+    replications = 1
+    runs = 0
+
+    def __init__(self):
+        self.cache = {}
+
+    def objective(self, s):
+        self.cache[s] = None
+        return 0.5 if s.m >= 0.949 else 1.0 + (s.m - 0.32) ** 2
+
+    def noise(self, s):
+        return 0.0
+
+    def residuals(self, s):
+        return []
+
+
+def test_a_profile_point_below_the_optimum_replaces_it():
+    space = fit.build(_tiny(seed=7), [], ["m"])
+    r = fit.fit(_Ridge(), space, budget=20)
+    assert r.best.setting.m == pytest.approx(0.95)
+    assert r.best.objective == 0.5
+    (m,) = r.parameters
+    assert m.value == pytest.approx(0.95)
+    assert min(j for _, j in m.profile) == 0.5

@@ -8,6 +8,8 @@ for each discrete combination            (space.Space.combos)
         its first simplex the grid's spacing
 best = argmin J
 profile: J along each parameter over its whole range and near the optimum (others there)
+    a profile point below J*: the minimum was local; that point becomes best, profile again
+        (at most POLISH_ROUNDS times)
     interval = where J ≤ J* + 2 · noise(J*)   (noise: objective.Evaluator.noise)
 ```
 
@@ -23,7 +25,9 @@ profile: J along each parameter over its whole range and near the optimum (other
    the parameter there.
 
 Known limits: Nelder–Mead finds a local minimum; the grid start makes a far-off one less
-likely, not impossible. The profile varies one parameter at a time (no joint interval).
+likely, not impossible, and the profiles catch one that lies along a single parameter (the
+best's own point is then never reported with a lower J beside it). The profile varies one
+parameter at a time (no joint interval).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ PROFILE_POINTS = 9
 NEAR = (0.02, 0.05, 0.1)
 #: J ≤ J* + NOISE_MULTIPLE · noise: settings the objective cannot tell from the best.
 NOISE_MULTIPLE = 2.0
+#: Times a profile point below the optimum may replace it before the profiles are kept as they are.
+POLISH_ROUNDS = 3
 
 
 @dataclass
@@ -179,6 +185,18 @@ def fit(ev: Evaluator, space: Space, budget: int = 40) -> FitResult:
     best = min(combos, key=lambda c: c.objective)
     noise = ev.noise(best.setting)
     params = [_profile(ev, space, best, p, noise) for p in space.active(best.combo)]
+    for _ in range(POLISH_ROUNDS):
+        # A profile point below the optimum: Nelder–Mead stopped in a local minimum.
+        lower = [(jv, p.name, v) for p in params for v, jv in p.profile if jv < best.objective]
+        if not lower:
+            break
+        _, name, value = min(lower)
+        s = space.setting(best.combo, {**_values_of(space, best), name: value})
+        moved = ComboFit(best.combo, s, ev.objective(s), best.evaluations)
+        combos = [moved if c is best else c for c in combos]
+        best = min(combos, key=lambda c: c.objective)
+        noise = ev.noise(best.setting)
+        params = [_profile(ev, space, best, p, noise) for p in space.active(best.combo)]
     return FitResult(best, combos, params, noise, ev.residuals(best.setting),
                      evaluations=len(ev.cache), runs=ev.runs,
                      seconds=time.monotonic() - t0, replications=ev.replications)  # fmt: skip
