@@ -163,6 +163,8 @@ pub(crate) struct ProcState {
     pub(crate) pelt_cpu: Option<CpuId>,
     /// Whether it was ever attached (a first attach starts it as a new task).
     pub(crate) pelt_started: bool,
+    /// Its duty-cycle average (only for policies that ask: `Policy::duty_cycle_half_life_ns`).
+    pub(crate) duty: crate::load::Ravg,
 }
 
 impl ProcState {

@@ -1176,3 +1176,105 @@ fn a_traced_run_records_each_wake_up_when_its_wait_ends() {
         .wakeups
         .is_empty());
 }
+
+/// Places every process on its spawn CPU, keeps duty cycles with a 100 ms half-life (or none)
+/// and reads every process's duty cycle at each machine-wide call, every 50 ms.
+struct DutyProbe {
+    half_life_ns: Option<u64>,
+    reads: Vec<(u64, Vec<f64>)>,
+}
+
+impl policy::Policy for DutyProbe {
+    fn name(&self) -> &'static str {
+        "duty-probe"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, spawn: usize) -> Option<usize> {
+        Some(spawn)
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, _: usize) -> Option<u64> {
+        None
+    }
+    fn balance(
+        &mut self,
+        _: &interface::View<'_>,
+        _: usize,
+        _: usize,
+        _: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        None
+    }
+    fn duty_cycle_half_life_ns(&self) -> Option<u64> {
+        self.half_life_ns
+    }
+    fn global_period_ns(&self) -> Option<u64> {
+        Some(50_000_000)
+    }
+    fn global_balance(&mut self, v: &interface::View<'_>) -> Option<policy::Attempt> {
+        let duty = (0..v.proc_count()).map(|pid| v.duty_cycle(pid)).collect();
+        self.reads.push((v.now / 1_000_000, duty));
+        let on_cpu: f64 = v
+            .current(0)
+            .into_iter()
+            .chain(v.queued(0))
+            .map(|p| v.duty_cycle(p))
+            .sum();
+        assert_eq!(v.cpu_duty_cycle(0), on_cpu);
+        None
+    }
+}
+
+#[test]
+fn the_duty_cycle_is_the_runnable_share_over_a_halving_window() {
+    // One CPU, 100 ms slices: P0 runs 0-100 ms, P1 waits then runs 100-200 ms (runnable from
+    // 0), P2 arrives at 350 ms and runs 10 ms. Half-life 100 ms, periods from 0:
+    //   50:  P0, P1 half a period runnable: old 0, cur 1/2 → 1/4
+    //   150: P0 old 1/2 → 1/2 · (1 − 1/4) = 3/8;  P1 old 1/2, cur 1/2 → 3/8 + 1/4 = 5/8
+    //   200: P0 1/4;  P1 3/4        250: P0 3/16;  P1 9/16
+    //   300: P0 1/8;  P1 3/8        350: P0 3/32;  P1 9/32;  P2 0 (runnable from now)
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![
+            proc(0, 0, 100, 0, 0.0),
+            proc(1, 0, 100, 0, 0.0),
+            proc(2, 350, 10, 0, 0.0),
+        ],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = DutyProbe {
+        half_life_ns: Some(100_000_000),
+        reads: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &free_balancing()).unwrap();
+    assert_eq!(tat(&r), vec![100.0, 200.0, 10.0]);
+    let want: [(u64, [f64; 3]); 7] = [
+        (50, [0.25, 0.25, 0.0]),
+        (100, [0.5, 0.5, 0.0]),
+        (150, [0.375, 0.625, 0.0]),
+        (200, [0.25, 0.75, 0.0]),
+        (250, [0.1875, 0.5625, 0.0]),
+        (300, [0.125, 0.375, 0.0]),
+        (350, [0.09375, 0.28125, 0.0]),
+    ];
+    assert_eq!(p.reads.len(), want.len(), "{:?}", p.reads);
+    for ((at, got), (want_at, want)) in p.reads.iter().zip(want) {
+        assert_eq!(*at, want_at);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-12, "at {at} ms: {got:?}, want {want:?}");
+        }
+    }
+    // Kept or not, the duty cycle changes nothing in the run; off, it reads zero.
+    let mut off = DutyProbe {
+        half_life_ns: None,
+        reads: Vec::new(),
+    };
+    let r_off = engine::run(&m, &d, &w, &mut off, &free_balancing()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&r_off).unwrap()
+    );
+    assert!(off.reads.iter().all(|(_, d)| d.iter().all(|&x| x == 0.0)));
+}

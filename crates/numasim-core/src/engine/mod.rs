@@ -272,12 +272,27 @@ impl<'a> State<'a> {
         View::new(&self.w)
     }
 
-    /// PELT (kept only when the policy asks, `Policy::tracks_pelt`): after a change of `pid`'s
-    /// state at this instant, brings its signals up to now with the indicators they followed,
-    /// moves them from the CPU it was attached to to the one it is on (blocked tasks stay
-    /// attached where they last ran; held and completed ones leave), and records the new
+    /// After a change of `pid`'s state at this instant: its duty cycle and PELT signals, when
+    /// the policy asked for them.
+    ///
+    /// Duty cycle (`Policy::duty_cycle_half_life_ns`): its average is told the new value (1
+    /// runnable, 0 not) when it changed, as scx_rusty's `task_load_adj` from `ops.runnable`
+    /// and `ops.quiescent` (crate::load::Ravg).
+    ///
+    /// PELT (`Policy::tracks_pelt`): brings its signals up to now with the indicators they
+    /// followed, moves them from the CPU it was attached to to the one it is on (blocked tasks
+    /// stay attached where they last ran; held and completed ones leave), and records the new
     /// indicators of the task and of those CPUs (crate::load::Pelt).
-    fn pelt_update(&mut self, pid: Pid) {
+    fn signals_update(&mut self, pid: Pid) {
+        if let Some(h) = self.w.duty_half_life {
+            let now = self.w.now;
+            let p = &mut self.w.procs[pid];
+            let running = self.w.cpus[p.cpu].current == Some(pid);
+            let runnable = f64::from(u8::from(running || p.state == PState::Runnable));
+            if p.duty.value() != runnable {
+                p.duty.accumulate(runnable, now, h);
+            }
+        }
         if !self.pelt {
             return;
         }
@@ -511,7 +526,7 @@ impl<'a> State<'a> {
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
         self.queue_tail(pid, cpu);
         self.rq_changed(cpu);
-        self.pelt_update(pid);
+        self.signals_update(pid);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
@@ -554,7 +569,7 @@ impl<'a> State<'a> {
         if self.w.config.record_trace {
             self.record_rq_len(cpu);
         }
-        self.pelt_update(pid);
+        self.signals_update(pid);
     }
 
     /// What `take_current` does but report the runqueue's new length.
@@ -599,7 +614,7 @@ impl<'a> State<'a> {
             self.first_touch(pid, node);
         }
         self.w.procs[pid].state = PState::Running;
-        self.pelt_update(pid);
+        self.signals_update(pid);
         let p = &mut self.w.procs[pid];
         p.run_start_ns = now;
         if p.slice_left_ns == 0 {
@@ -745,7 +760,7 @@ impl<'a> State<'a> {
         p.state = PState::Held;
         p.preempted = true;
         self.w.held.insert(pid);
-        self.pelt_update(pid);
+        self.signals_update(pid);
         true
     }
 
@@ -976,6 +991,7 @@ impl<'a> State<'a> {
                 pelt_ind: (0.0, 0.0),
                 pelt_cpu: None,
                 pelt_started: false,
+                duty: crate::load::Ravg::default(),
             })
             .collect();
         State {
@@ -1002,6 +1018,7 @@ impl<'a> State<'a> {
                 ),
                 allowed: Vec::new(),
                 pelt: false,
+                duty_half_life: None,
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -1154,6 +1171,7 @@ fn drive(
     s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
     s.w.pelt = s.pelt;
+    s.w.duty_half_life = policy.duty_cycle_half_life_ns().filter(|&h| h > 0);
     s.timer_follows_running = policy.timer_follows_running();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
@@ -1561,7 +1579,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.blocked_since = s.w.now;
             let tgid = s.w.workload.processes[pid].tgid as usize;
             sync_of(&mut s.w, tgid).wait(pid, point, count);
-            s.pelt_update(pid);
+            s.signals_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
@@ -1571,7 +1589,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
             s.push(s.w.now + ns, Event::IoDone(pid));
-            s.pelt_update(pid);
+            s.signals_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
@@ -1605,7 +1623,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             let t = s.w.now + wait_ns;
             s.push(t, Event::IoDone(pid));
         }
-        s.pelt_update(pid);
+        s.signals_update(pid);
         after_stop(s, policy, cpu);
     } else if slice_left == 0 {
         s.w.procs[pid].slice_left_ns = s.slice_ns;

@@ -20,6 +20,7 @@
 //!             active_balance_latency_ns)
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
 //!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
+//!          ── duty_cycle_half_life_ns() ──────────────────► per-task duty cycle kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Distribute | To(cpu) | Hold
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision (a CPU out of range, a process not where the move says, a
@@ -333,6 +334,15 @@ pub trait Policy: Send {
     /// starts; off, they cost nothing and read as zero.
     fn tracks_pelt(&self) -> bool {
         false
+    }
+
+    /// The half-life (ns) of a per-task duty-cycle average the engine keeps for the policy:
+    /// the share of time each task was runnable (running or queued), over a window that
+    /// halves every half-life (sched_ext's running averages, crate::load::Ravg; read with
+    /// [`View::duty_cycle`]). Read once, when the run starts; `None` (the default) or 0: not
+    /// kept, at no cost, read as zero.
+    fn duty_cycle_half_life_ns(&self) -> Option<u64> {
+        None
     }
 
     /// Period of a machine-wide balancing callback (user-space balancers), if any.
