@@ -722,6 +722,31 @@ impl<'a> State<'a> {
         self.record_migration(pid, from, to, kind);
     }
 
+    /// The CPU a lazy move of `pid` to `node` enqueues it on: the node's CPU with the fewest
+    /// runnable tasks that `pid` may run on, the lowest on ties (an idle one if there is one,
+    /// as scx_rusty's enqueue kicks an idle CPU of the new domain); `None` if it may run on
+    /// none of them.
+    fn lazy_target(&self, pid: Pid, node: usize) -> Option<CpuId> {
+        self.w
+            .machine
+            .node_cpus(node)
+            .iter()
+            .copied()
+            .filter(|&c| self.w.may_run(pid, c))
+            .min_by_key(|&c| (self.w.cpus[c].nr_running(), c))
+    }
+
+    /// Takes `pid`'s pending lazy move, if any, as the CPU it is to be enqueued on (dropped,
+    /// counted as refused, if its affinity has since excluded the whole node).
+    fn take_lazy(&mut self, pid: Pid) -> Option<CpuId> {
+        let node = self.w.procs[pid].lazy_node.take()? as usize;
+        let cpu = self.lazy_target(pid, node);
+        if cpu.is_none() {
+            self.stats.rejected += 1;
+        }
+        cpu
+    }
+
     /// `cpumask_any_and_distribute(mask)`: the first CPU of `mask` after the one it last
     /// answered, wrapping round (so its first answer skips CPU 0, as the kernel's does).
     fn distribute(&mut self, pid: Pid) -> CpuId {
@@ -800,6 +825,7 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
+            self.w.procs[pid].lazy_node = None;
             self.place(pid, to);
             touched.push(to);
         }
@@ -820,8 +846,23 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
+            self.w.procs[mv.pid].lazy_node = None;
             self.move_task(mv.pid, mv.from, mv.to, running, mv.kind);
             touched.push(mv.to);
+        }
+        for lazy in &attempt.lazy_moves {
+            let valid = lazy.node < self.w.machine.nodes()
+                && self
+                    .w
+                    .procs
+                    .get(lazy.pid)
+                    .is_some_and(|p| p.state != PState::Done)
+                && self.lazy_target(lazy.pid, lazy.node).is_some();
+            if !valid {
+                self.stats.rejected += 1;
+                continue;
+            }
+            self.w.procs[lazy.pid].lazy_node = Some(lazy.node as u32);
         }
         let moved = touched.len();
         if !attempt.pages.is_empty() {
@@ -992,6 +1033,7 @@ impl<'a> State<'a> {
                 pelt_cpu: None,
                 pelt_started: false,
                 duty: crate::load::Ravg::default(),
+                lazy_node: None,
             })
             .collect();
         State {
@@ -1436,11 +1478,22 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let prev = s.w.procs[pid].cpu;
     let never_ran = s.w.procs[pid].first_run_ns.is_none();
     next_burst(s, pid);
-    let cpu = if never_ran {
+    let mut cpu = if never_ran {
         policy.place_new(&s.view(), pid, prev)
     } else {
         policy.place_wakeup(&s.view(), pid, prev)
     };
+    if s.w.procs[pid].lazy_node.is_some() {
+        // A pending lazy move: the policy's CPU if it is on the node, else the node's idlest.
+        let node = s.w.procs[pid].lazy_node.map(|n| n as usize);
+        match cpu {
+            Some(c) if Some(s.w.machine.cpu_node(c)) == node && s.w.may_run(pid, c) => {
+                s.w.procs[pid].lazy_node = None;
+            }
+            Some(_) => cpu = s.take_lazy(pid).or(cpu),
+            None => {} // held: the policy's `places` gives it a CPU, and cancels it
+        }
+    }
     if s.w.config.record_trace {
         s.trace_events.wakeups.push((s.w.now, pid));
     }
@@ -1601,6 +1654,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             }
             let p = &mut s.w.procs[pid];
             p.state = PState::Done;
+            p.lazy_node = None;
             p.completion_ns = Some(s.w.now);
             p.remaining = 0.0;
             s.done += 1;
@@ -1631,6 +1685,13 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             s.schedule_milestone(cpu);
         } else {
             s.requeue_current(cpu);
+            if s.w.procs[pid].lazy_node.is_some() {
+                // Enqueued again: a pending lazy move sends it to its node now.
+                if let Some(to) = s.take_lazy(pid).filter(|&to| to != cpu) {
+                    s.move_task(pid, cpu, to, false, MigrationKind::Push);
+                    become_busy(s, policy, to);
+                }
+            }
             s.dispatch(policy, cpu);
             running_changed(s, policy, cpu);
         }

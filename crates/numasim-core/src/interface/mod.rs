@@ -34,7 +34,9 @@
 //! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
 //! sharing (Koita et al.'s schemes) holds a process (placement `None`) until an attempt's `places` gives it a
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
-//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`.
+//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`, a
+//! per-task duty cycle (`duty_cycle_half_life_ns`) and moves applied at a process's next
+//! enqueue ([`LazyMove`]).
 
 mod columns;
 mod view;
@@ -71,6 +73,16 @@ pub struct Move {
     pub from: CpuId,
     pub to: CpuId,
     pub kind: MigrationKind,
+}
+
+/// Send a process to `node` the next time it is enqueued (woken, or put back on a runqueue at
+/// the end of its slice) rather than at once: a user-space balancer's deferred move, as
+/// scx_rusty's balancer writes a task's new domain for `ops.enqueue` to apply (docs/engine.md,
+/// "Lazy moves").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LazyMove {
+    pub pid: Pid,
+    pub node: usize,
 }
 
 /// Where a process goes when a change of its allowed CPUs excludes its CPU
@@ -121,6 +133,9 @@ pub struct Attempt {
     pub holds: Vec<Pid>,
     /// Processor for held processes (see [`Policy::place_new`]).
     pub places: Vec<(Pid, CpuId)>,
+    /// Nodes processes go to at their next enqueue (applied after `moves`; a later one for
+    /// the same process replaces it; a move or place of it now cancels it).
+    pub lazy_moves: Vec<LazyMove>,
     /// Ask the engine to run `active_balance(busiest, target=this cpu)`: right after, or
     /// [`Policy::active_balance_latency_ns`] after the attempt's work.
     pub active_from: Option<CpuId>,
