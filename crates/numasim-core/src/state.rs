@@ -163,10 +163,6 @@ pub(crate) struct ProcState {
     pub(crate) pelt_cpu: Option<CpuId>,
     /// Whether it was ever attached (a first attach starts it as a new task).
     pub(crate) pelt_started: bool,
-    /// The node a policy's lazy move sends it to at its next enqueue (`Attempt::lazy_moves`).
-    pub(crate) lazy_node: Option<u32>,
-    /// Its duty-cycle average (only for policies that ask: `Policy::duty_cycle_half_life_ns`).
-    pub(crate) duty: crate::load::Ravg,
 }
 
 impl ProcState {

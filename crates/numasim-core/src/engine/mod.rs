@@ -242,6 +242,9 @@ struct State<'a> {
     tick_span: (u64, u64),
     /// Whether some process has an affinity (results then report the `affinity` kind).
     affine: bool,
+    /// Per process with one pending, the node its lazy move sends it to at its next enqueue
+    /// (`Attempt::lazy_moves`; few at a time, nothing per process).
+    lazy: std::collections::BTreeMap<Pid, usize>,
     /// `cpumask_any_and_distribute`'s last answer (the kernel's per-CPU
     /// `distribute_cpu_mask_prev`; one for the machine here: docs/engine.md, "Affinity").
     distribute_prev: CpuId,
@@ -286,11 +289,12 @@ impl<'a> State<'a> {
     fn signals_update(&mut self, pid: Pid) {
         if let Some(h) = self.w.duty_half_life {
             let now = self.w.now;
-            let p = &mut self.w.procs[pid];
+            let p = &self.w.procs[pid];
             let running = self.w.cpus[p.cpu].current == Some(pid);
             let runnable = f64::from(u8::from(running || p.state == PState::Runnable));
-            if p.duty.value() != runnable {
-                p.duty.accumulate(runnable, now, h);
+            let duty = &mut self.w.duty[pid];
+            if duty.value() != runnable {
+                duty.accumulate(runnable, now, h);
             }
         }
         if !self.pelt {
@@ -736,10 +740,28 @@ impl<'a> State<'a> {
             .min_by_key(|&c| (self.w.cpus[c].nr_running(), c))
     }
 
+    /// Cancels `pid`'s pending lazy move, if any.
+    #[inline]
+    fn cancel_lazy(&mut self, pid: Pid) {
+        if !self.lazy.is_empty() {
+            self.lazy.remove(&pid);
+        }
+    }
+
+    /// The node of `pid`'s pending lazy move, if any.
+    #[inline]
+    fn lazy_node(&self, pid: Pid) -> Option<usize> {
+        if self.lazy.is_empty() {
+            None
+        } else {
+            self.lazy.get(&pid).copied()
+        }
+    }
+
     /// Takes `pid`'s pending lazy move, if any, as the CPU it is to be enqueued on (dropped,
     /// counted as refused, if its affinity has since excluded the whole node).
     fn take_lazy(&mut self, pid: Pid) -> Option<CpuId> {
-        let node = self.w.procs[pid].lazy_node.take()? as usize;
+        let node = self.lazy.remove(&pid)?;
         let cpu = self.lazy_target(pid, node);
         if cpu.is_none() {
             self.stats.rejected += 1;
@@ -825,7 +847,7 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
-            self.w.procs[pid].lazy_node = None;
+            self.cancel_lazy(pid);
             self.place(pid, to);
             touched.push(to);
         }
@@ -846,7 +868,7 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
-            self.w.procs[mv.pid].lazy_node = None;
+            self.cancel_lazy(mv.pid);
             self.move_task(mv.pid, mv.from, mv.to, running, mv.kind);
             touched.push(mv.to);
         }
@@ -862,7 +884,7 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
-            self.w.procs[lazy.pid].lazy_node = Some(lazy.node as u32);
+            self.lazy.insert(lazy.pid, lazy.node);
         }
         let moved = touched.len();
         if !attempt.pages.is_empty() {
@@ -1032,8 +1054,6 @@ impl<'a> State<'a> {
                 pelt_ind: (0.0, 0.0),
                 pelt_cpu: None,
                 pelt_started: false,
-                duty: crate::load::Ravg::default(),
-                lazy_node: None,
             })
             .collect();
         State {
@@ -1061,6 +1081,7 @@ impl<'a> State<'a> {
                 allowed: Vec::new(),
                 pelt: false,
                 duty_half_life: None,
+                duty: Vec::new(),
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -1088,6 +1109,7 @@ impl<'a> State<'a> {
             tick_span: (0, config.tick_ns),
             affine: false,
             distribute_prev: 0,
+            lazy: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -1214,6 +1236,9 @@ fn drive(
     s.pelt = policy.tracks_pelt();
     s.w.pelt = s.pelt;
     s.w.duty_half_life = policy.duty_cycle_half_life_ns().filter(|&h| h > 0);
+    if s.w.duty_half_life.is_some() {
+        s.w.duty = vec![crate::load::Ravg::default(); s.w.procs.len()];
+    }
     s.timer_follows_running = policy.timer_follows_running();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
@@ -1483,12 +1508,11 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     } else {
         policy.place_wakeup(&s.view(), pid, prev)
     };
-    if s.w.procs[pid].lazy_node.is_some() {
+    if let Some(node) = s.lazy_node(pid) {
         // A pending lazy move: the policy's CPU if it is on the node, else the node's idlest.
-        let node = s.w.procs[pid].lazy_node.map(|n| n as usize);
         match cpu {
-            Some(c) if Some(s.w.machine.cpu_node(c)) == node && s.w.may_run(pid, c) => {
-                s.w.procs[pid].lazy_node = None;
+            Some(c) if s.w.machine.cpu_node(c) == node && s.w.may_run(pid, c) => {
+                s.cancel_lazy(pid);
             }
             Some(_) => cpu = s.take_lazy(pid).or(cpu),
             None => {} // held: the policy's `places` gives it a CPU, and cancels it
@@ -1654,12 +1678,12 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             }
             let p = &mut s.w.procs[pid];
             p.state = PState::Done;
-            p.lazy_node = None;
             p.completion_ns = Some(s.w.now);
             p.remaining = 0.0;
             s.done += 1;
             let tgid = s.w.workload.processes[pid].tgid as usize;
             s.w.groups[tgid].done += 1;
+            s.cancel_lazy(pid);
         } else {
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
@@ -1685,7 +1709,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             s.schedule_milestone(cpu);
         } else {
             s.requeue_current(cpu);
-            if s.w.procs[pid].lazy_node.is_some() {
+            if s.lazy_node(pid).is_some() {
                 // Enqueued again: a pending lazy move sends it to its node now.
                 if let Some(to) = s.take_lazy(pid).filter(|&to| to != cpu) {
                     s.move_task(pid, cpu, to, false, MigrationKind::Push);

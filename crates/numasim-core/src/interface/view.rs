@@ -63,8 +63,10 @@ pub struct World<'a> {
     /// Whether PELT signals are kept for this run (`Policy::tracks_pelt`).
     pub(crate) pelt: bool,
     /// The half-life of the duty-cycle averages kept for this run, if any
-    /// (`Policy::duty_cycle_half_life_ns`).
+    /// (`Policy::duty_cycle_half_life_ns`), and the averages, per process (empty when off:
+    /// nothing kept per process).
     pub(crate) duty_half_life: Option<u64>,
+    pub(crate) duty: Vec<crate::load::Ravg>,
 }
 
 impl World<'_> {
@@ -344,7 +346,7 @@ impl View<'_> {
     /// the policy did not ask for it.
     pub fn duty_cycle(&self, pid: Pid) -> f64 {
         match self.duty_half_life {
-            Some(h) => self.procs[pid].duty.read(self.now, h),
+            Some(h) => self.duty[pid].read(self.now, h),
             None => 0.0,
         }
     }
