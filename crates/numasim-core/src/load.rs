@@ -678,3 +678,159 @@ mod pelt_tests {
         assert_eq!(Pelt::new_task(&cpu, 0).avg().util_avg, 256.0);
     }
 }
+
+/// `2^−n` (0 beyond the smallest normal power), exact: built from its exponent bits.
+fn half_pow(n: u64) -> f64 {
+    if n > 1022 {
+        0.0
+    } else {
+        f64::from_bits((1023 - n) << 52)
+    }
+}
+
+/// A running average with a half-life: sched_ext's `ravg_data` (scx `ravg_impl.bpf.h`,
+/// `ravg_accumulate` and `ravg_read`; read in user space by scx_utils' `ravg_read`, whose f64
+/// form this is), e.g. a task's duty cycle (its value 1 while runnable, 0 otherwise:
+/// scx_rusty's `task_load_adj`).
+///
+/// ```text
+///   time in periods of the half-life H, aligned on multiples of H (now / H is the period)
+///   old  = Σ over the completed periods k back (k = 1 the last): mean value in it / 2^k
+///   cur  = Σ value × duration / H over the current period so far
+///   read = old                                     at a period boundary
+///        = old · (1 − E/(2H)) + cur / 2            E = now mod H into the period
+/// ```
+///
+/// The average of a value held at 1 from a boundary reads 1/2 after one half-life, 3/4 after
+/// two; a value held at 1 forever reads 1 − 2^−20 (the source folds full periods with a table
+/// of 20 sums, kept here), and one held at 0 halves every half-life. Zero is the start (as the
+/// source's zeroing). The source keeps `old` and `cur` in fixed point with 20 fractional bits
+/// and rounds each duration up; this keeps them in f64, as its user-space reader does.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Ravg {
+    /// The value since `val_at`.
+    val: f64,
+    val_at: u64,
+    old: f64,
+    cur: f64,
+}
+
+impl Ravg {
+    /// `ravg_accumulate`: the value changes to `new_val` at `now_ns` (not before the last
+    /// change: an earlier instant counts as that one).
+    pub fn accumulate(&mut self, new_val: f64, now_ns: u64, half_life_ns: u64) {
+        let h = half_life_ns;
+        let now = now_ns.max(self.val_at);
+        let delta = now / h - self.val_at / h;
+        if delta > 0 {
+            // Decay `old` to the period before now's, folding the period `cur` covered in.
+            let d = half_pow(delta);
+            self.old = self.old * d + self.cur * d;
+            self.cur = 0.0;
+        }
+        if self.val != 0.0 {
+            let norm = |dur: u64| dur as f64 / h as f64;
+            if delta > 0 {
+                // The oldest period, maybe partial; the full ones in between (the source's
+                // table of 20 sums: 1 − 2^−k, the same from k = 20 on); the current one.
+                self.old += self.val * norm(h - self.val_at % h) * half_pow(delta);
+                if delta > 1 {
+                    self.old += self.val * (1.0 - half_pow((delta - 1).min(20)));
+                }
+                self.cur += self.val * norm(now % h);
+            } else {
+                self.cur += self.val * norm(now - self.val_at);
+            }
+        }
+        self.val = new_val;
+        self.val_at = now;
+    }
+
+    /// `ravg_read`: the average at `now_ns`, from a copy brought up to then (the average
+    /// itself unchanged).
+    pub fn read(&self, now_ns: u64, half_life_ns: u64) -> f64 {
+        let mut t = *self;
+        let now = now_ns.max(self.val_at);
+        t.accumulate(0.0, now, half_life_ns);
+        let elapsed = now % half_life_ns;
+        if elapsed == 0 {
+            t.old
+        } else {
+            let progress = elapsed as f64 / half_life_ns as f64;
+            t.old * (1.0 - progress / 2.0) + t.cur / 2.0
+        }
+    }
+
+    /// The value since the last change.
+    pub fn value(&self) -> f64 {
+        self.val
+    }
+}
+
+#[cfg(test)]
+mod ravg_tests {
+    use super::*;
+
+    const H: u64 = 1_000_000_000;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn runnable_for_one_half_life_from_zero_reads_a_half_and_for_two_three_quarters() {
+        let mut r = Ravg::default();
+        r.accumulate(1.0, 0, H);
+        assert_eq!(r.read(H, H), 0.5);
+        assert_eq!(r.read(2 * H, H), 0.75);
+        // Mid-period: old 0.5 blended with the half period run so far,
+        // 0.5 · (1 − 0.25) + 0.5 / 2 = 0.625.
+        assert!(
+            close(r.read(H + H / 2, H), 0.625),
+            "{}",
+            r.read(H + H / 2, H)
+        );
+        // A quarter into the first period: old 0, cur 0.25, read 0.125.
+        assert!(close(r.read(H / 4, H), 0.125));
+        // Runnable forever: the source's cap, 1 − 2^−20.
+        assert_eq!(r.read(100 * H, H), 1.0 - half_pow(20));
+    }
+
+    #[test]
+    fn a_task_alternating_runnable_and_blocked_reads_the_hand_computed_value() {
+        // Runnable the first half of every half-life, blocked the second half, from 0.
+        let mut r = Ravg::default();
+        for k in 0..3 {
+            r.accumulate(1.0, k * H, H);
+            r.accumulate(0.0, k * H + H / 2, H);
+        }
+        // Each period's mean is 1/2: at 3H, old = 1/2 (1/2 + 1/4 + 1/8) = 7/16.
+        assert!(close(r.read(3 * H, H), 7.0 / 16.0), "{}", r.read(3 * H, H));
+        // At 2.5H (runnable in [2H, 2.5H)): old at 2H = 1/2 (1/2 + 1/4) = 3/8, cur = 1/2:
+        // 3/8 · (1 − 1/4) + 1/4 = 17/32.
+        let mut s = Ravg::default();
+        for k in 0..2 {
+            s.accumulate(1.0, k * H, H);
+            s.accumulate(0.0, k * H + H / 2, H);
+        }
+        s.accumulate(1.0, 2 * H, H);
+        assert!(close(s.read(2 * H + H / 2, H), 17.0 / 32.0));
+        // Blocked from 3H on: halves every half-life.
+        assert!(close(r.read(5 * H, H), 7.0 / 64.0));
+    }
+
+    #[test]
+    fn reading_changes_nothing_and_a_change_to_the_same_value_changes_nothing() {
+        let mut a = Ravg::default();
+        a.accumulate(1.0, 300, H);
+        let mut b = a;
+        let _ = b.read(H / 3, H);
+        let _ = b.read(7 * H, H);
+        assert_eq!(a, b);
+        // Splitting an interval at a change to the same value gives the same reads.
+        b.accumulate(1.0, H + 17, H);
+        a.accumulate(0.0, 2 * H + 5, H);
+        b.accumulate(0.0, 2 * H + 5, H);
+        assert!(close(a.read(3 * H + 1, H), b.read(3 * H + 1, H)));
+    }
+}

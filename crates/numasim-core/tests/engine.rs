@@ -1176,3 +1176,229 @@ fn a_traced_run_records_each_wake_up_when_its_wait_ends() {
         .wakeups
         .is_empty());
 }
+
+/// Places every process on its spawn CPU, keeps duty cycles with a 100 ms half-life (or none)
+/// and reads every process's duty cycle at each machine-wide call, every 50 ms.
+struct DutyProbe {
+    half_life_ns: Option<u64>,
+    reads: Vec<(u64, Vec<f64>)>,
+}
+
+impl policy::Policy for DutyProbe {
+    fn name(&self) -> &'static str {
+        "duty-probe"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, spawn: usize) -> Option<usize> {
+        Some(spawn)
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, _: usize) -> Option<u64> {
+        None
+    }
+    fn balance(
+        &mut self,
+        _: &interface::View<'_>,
+        _: usize,
+        _: usize,
+        _: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        None
+    }
+    fn duty_cycle_half_life_ns(&self) -> Option<u64> {
+        self.half_life_ns
+    }
+    fn global_period_ns(&self) -> Option<u64> {
+        Some(50_000_000)
+    }
+    fn global_balance(&mut self, v: &interface::View<'_>) -> Option<policy::Attempt> {
+        let duty = (0..v.proc_count()).map(|pid| v.duty_cycle(pid)).collect();
+        self.reads.push((v.now / 1_000_000, duty));
+        let on_cpu: f64 = v
+            .current(0)
+            .into_iter()
+            .chain(v.queued(0))
+            .map(|p| v.duty_cycle(p))
+            .sum();
+        assert_eq!(v.cpu_duty_cycle(0), on_cpu);
+        None
+    }
+}
+
+#[test]
+fn the_duty_cycle_is_the_runnable_share_over_a_halving_window() {
+    // One CPU, 100 ms slices: P0 runs 0-100 ms, P1 waits then runs 100-200 ms (runnable from
+    // 0), P2 arrives at 350 ms and runs 10 ms. Half-life 100 ms, periods from 0:
+    //   50:  P0, P1 half a period runnable: old 0, cur 1/2 → 1/4
+    //   150: P0 old 1/2 → 1/2 · (1 − 1/4) = 3/8;  P1 old 1/2, cur 1/2 → 3/8 + 1/4 = 5/8
+    //   200: P0 1/4;  P1 3/4        250: P0 3/16;  P1 9/16
+    //   300: P0 1/8;  P1 3/8        350: P0 3/32;  P1 9/32;  P2 0 (runnable from now)
+    let m = testutils::machine(&testutils::two_level_table(1, 20), 1);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![
+            proc(0, 0, 100, 0, 0.0),
+            proc(1, 0, 100, 0, 0.0),
+            proc(2, 350, 10, 0, 0.0),
+        ],
+    };
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = DutyProbe {
+        half_life_ns: Some(100_000_000),
+        reads: Vec::new(),
+    };
+    let r = engine::run(&m, &d, &w, &mut p, &free_balancing()).unwrap();
+    assert_eq!(tat(&r), vec![100.0, 200.0, 10.0]);
+    let want: [(u64, [f64; 3]); 7] = [
+        (50, [0.25, 0.25, 0.0]),
+        (100, [0.5, 0.5, 0.0]),
+        (150, [0.375, 0.625, 0.0]),
+        (200, [0.25, 0.75, 0.0]),
+        (250, [0.1875, 0.5625, 0.0]),
+        (300, [0.125, 0.375, 0.0]),
+        (350, [0.09375, 0.28125, 0.0]),
+    ];
+    assert_eq!(p.reads.len(), want.len(), "{:?}", p.reads);
+    for ((at, got), (want_at, want)) in p.reads.iter().zip(want) {
+        assert_eq!(*at, want_at);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-12, "at {at} ms: {got:?}, want {want:?}");
+        }
+    }
+    // Kept or not, the duty cycle changes nothing in the run; off, it reads zero.
+    let mut off = DutyProbe {
+        half_life_ns: None,
+        reads: Vec::new(),
+    };
+    let r_off = engine::run(&m, &d, &w, &mut off, &free_balancing()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&r_off).unwrap()
+    );
+    assert!(off.reads.iter().all(|(_, d)| d.iter().all(|&x| x == 0.0)));
+}
+
+/// Places every process on its spawn CPU and wakes it where it slept; at its first machine-wide
+/// call (every 20 ms) gives the lazy moves `lazy`; records, at every call, what CPUs 0 and 1
+/// run.
+struct LazyProbe {
+    lazy: Vec<policy::LazyMove>,
+    running: Vec<(u64, Option<usize>, Option<usize>)>,
+}
+
+impl policy::Policy for LazyProbe {
+    fn name(&self) -> &'static str {
+        "lazy-probe"
+    }
+    fn place_new(&mut self, _: &interface::View<'_>, _: usize, spawn: usize) -> Option<usize> {
+        Some(spawn)
+    }
+    fn place_wakeup(&mut self, _: &interface::View<'_>, _: usize, prev: usize) -> Option<usize> {
+        Some(prev)
+    }
+    fn next_periodic_ns(&self, _: &interface::View<'_>, _: usize) -> Option<u64> {
+        None
+    }
+    fn balance(
+        &mut self,
+        _: &interface::View<'_>,
+        _: usize,
+        _: usize,
+        _: policy::BalanceKind,
+    ) -> Option<policy::Attempt> {
+        None
+    }
+    fn global_period_ns(&self) -> Option<u64> {
+        Some(20_000_000)
+    }
+    fn global_balance(&mut self, v: &interface::View<'_>) -> Option<policy::Attempt> {
+        self.running
+            .push((v.now / 1_000_000, v.current(0), v.current(1)));
+        let lazy_moves = std::mem::take(&mut self.lazy);
+        (!lazy_moves.is_empty()).then(|| policy::Attempt {
+            lazy_moves,
+            ..policy::Attempt::default()
+        })
+    }
+}
+
+fn lazy(pid: usize, node: usize) -> policy::LazyMove {
+    policy::LazyMove { pid, node }
+}
+
+fn run_lazy(w: &Workload, moves: Vec<policy::LazyMove>) -> (RunResult, LazyProbe) {
+    // Two nodes at distance 20, one CPU each: a move across them refills for 1 ms.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Linux.build(&m, &BuildOptions::default());
+    let mut p = LazyProbe {
+        lazy: moves,
+        running: Vec::new(),
+    };
+    let r = engine::run(&m, &d, w, &mut p, &free_balancing()).unwrap();
+    (r, p)
+}
+
+fn kind_count(r: &RunResult, kind: &str) -> u64 {
+    r.summary
+        .migrations_by_kind
+        .iter()
+        .find(|(k, _)| k == kind)
+        .map_or(0, |(_, n)| *n)
+}
+
+#[test]
+fn a_blocked_process_given_a_lazy_move_wakes_on_its_node() {
+    // P0 runs 0-10 ms on CPU 0 (node 0), sleeps 10-30 ms, then works 10 ms. At 20 ms, asleep,
+    // it is sent to node 1 lazily: it wakes at 30 ms on CPU 1 (its policy said CPU 0), a
+    // wake-up migration, refills 1 ms and completes at 41 ms. Without the move: 40 ms, there.
+    let mut slept = seg(10, None, None);
+    slept.sleep_ns = Some(20_000_000);
+    let w = app_workload(vec![vec![seg(10, None, None), slept]], 0, 0);
+    let (r, _) = run_lazy(&w, vec![lazy(0, 1)]);
+    assert_eq!(tat(&r), vec![41.0]);
+    assert_eq!(kind_count(&r, "wakeup"), 1);
+    assert_eq!(r.summary.migrations, 1);
+    assert_eq!(r.summary.balance.rejected, 0);
+    let (r, _) = run_lazy(&w, Vec::new());
+    assert_eq!(tat(&r), vec![40.0]);
+    assert_eq!(r.summary.migrations, 0);
+}
+
+#[test]
+fn a_running_process_given_a_lazy_move_stays_until_it_is_enqueued_again() {
+    // P0 and P1, 300 ms each, both on CPU 0 (100 ms slices): P0 runs first. At 20 ms P0 is
+    // sent to node 1 lazily; it keeps CPU 0 until its slice ends at 100 ms with P1 waiting,
+    // is put back on a runqueue and so goes to CPU 1 (a push), refills 1 ms, and completes at
+    // 100 + 1 + 200 = 301 ms. P1 runs alone on CPU 0 from 100 ms: 400 ms.
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 0, 300, 0, 0.0), proc(1, 0, 300, 0, 0.0)],
+    };
+    let (r, p) = run_lazy(&w, vec![lazy(0, 1)]);
+    assert_eq!(tat(&r), vec![301.0, 400.0]);
+    assert_eq!(kind_count(&r, "push"), 1);
+    assert_eq!(r.summary.migrations, 1);
+    let at = |ms: u64| p.running.iter().find(|r| r.0 == ms).map(|r| (r.1, r.2));
+    assert_eq!(
+        at(40),
+        Some((Some(0), None)),
+        "P0 still on CPU 0 after the move"
+    );
+    assert_eq!(at(80), Some((Some(0), None)));
+    assert_eq!(at(120), Some((Some(1), Some(0))));
+}
+
+#[test]
+fn lazy_moves_to_no_node_or_of_no_process_are_refused_and_a_later_one_replaces_an_earlier() {
+    let mut slept = seg(10, None, None);
+    slept.sleep_ns = Some(20_000_000);
+    let w = app_workload(vec![vec![seg(10, None, None), slept]], 0, 0);
+    let (r, _) = run_lazy(&w, vec![lazy(0, 2), lazy(5, 1)]);
+    assert_eq!(r.summary.balance.rejected, 2);
+    assert_eq!((tat(&r), r.summary.migrations), (vec![40.0], 0));
+    // To node 1, then back to node 0 (its own): it wakes where it slept.
+    let (r, _) = run_lazy(&w, vec![lazy(0, 1), lazy(0, 0)]);
+    assert_eq!((tat(&r), r.summary.migrations), (vec![40.0], 0));
+    assert_eq!(r.summary.balance.rejected, 0);
+}

@@ -242,6 +242,9 @@ struct State<'a> {
     tick_span: (u64, u64),
     /// Whether some process has an affinity (results then report the `affinity` kind).
     affine: bool,
+    /// Per process with one pending, the node its lazy move sends it to at its next enqueue
+    /// (`Attempt::lazy_moves`; few at a time, nothing per process).
+    lazy: std::collections::BTreeMap<Pid, usize>,
     /// `cpumask_any_and_distribute`'s last answer (the kernel's per-CPU
     /// `distribute_cpu_mask_prev`; one for the machine here: docs/engine.md, "Affinity").
     distribute_prev: CpuId,
@@ -272,12 +275,28 @@ impl<'a> State<'a> {
         View::new(&self.w)
     }
 
-    /// PELT (kept only when the policy asks, `Policy::tracks_pelt`): after a change of `pid`'s
-    /// state at this instant, brings its signals up to now with the indicators they followed,
-    /// moves them from the CPU it was attached to to the one it is on (blocked tasks stay
-    /// attached where they last ran; held and completed ones leave), and records the new
+    /// After a change of `pid`'s state at this instant: its duty cycle and PELT signals, when
+    /// the policy asked for them.
+    ///
+    /// Duty cycle (`Policy::duty_cycle_half_life_ns`): its average is told the new value (1
+    /// runnable, 0 not) when it changed, as scx_rusty's `task_load_adj` from `ops.runnable`
+    /// and `ops.quiescent` (crate::load::Ravg).
+    ///
+    /// PELT (`Policy::tracks_pelt`): brings its signals up to now with the indicators they
+    /// followed, moves them from the CPU it was attached to to the one it is on (blocked tasks
+    /// stay attached where they last ran; held and completed ones leave), and records the new
     /// indicators of the task and of those CPUs (crate::load::Pelt).
-    fn pelt_update(&mut self, pid: Pid) {
+    fn signals_update(&mut self, pid: Pid) {
+        if let Some(h) = self.w.duty_half_life {
+            let now = self.w.now;
+            let p = &self.w.procs[pid];
+            let running = self.w.cpus[p.cpu].current == Some(pid);
+            let runnable = f64::from(u8::from(running || p.state == PState::Runnable));
+            let duty = &mut self.w.duty[pid];
+            if duty.value() != runnable {
+                duty.accumulate(runnable, now, h);
+            }
+        }
         if !self.pelt {
             return;
         }
@@ -511,7 +530,7 @@ impl<'a> State<'a> {
     fn enqueue(&mut self, pid: Pid, cpu: CpuId) {
         self.queue_tail(pid, cpu);
         self.rq_changed(cpu);
-        self.pelt_update(pid);
+        self.signals_update(pid);
     }
 
     fn leave_node(&mut self, pid: Pid, cpu: CpuId) {
@@ -554,7 +573,7 @@ impl<'a> State<'a> {
         if self.w.config.record_trace {
             self.record_rq_len(cpu);
         }
-        self.pelt_update(pid);
+        self.signals_update(pid);
     }
 
     /// What `take_current` does but report the runqueue's new length.
@@ -599,7 +618,7 @@ impl<'a> State<'a> {
             self.first_touch(pid, node);
         }
         self.w.procs[pid].state = PState::Running;
-        self.pelt_update(pid);
+        self.signals_update(pid);
         let p = &mut self.w.procs[pid];
         p.run_start_ns = now;
         if p.slice_left_ns == 0 {
@@ -707,6 +726,49 @@ impl<'a> State<'a> {
         self.record_migration(pid, from, to, kind);
     }
 
+    /// The CPU a lazy move of `pid` to `node` enqueues it on: the node's CPU with the fewest
+    /// runnable tasks that `pid` may run on, the lowest on ties (an idle one if there is one,
+    /// as scx_rusty's enqueue kicks an idle CPU of the new domain); `None` if it may run on
+    /// none of them.
+    fn lazy_target(&self, pid: Pid, node: usize) -> Option<CpuId> {
+        self.w
+            .machine
+            .node_cpus(node)
+            .iter()
+            .copied()
+            .filter(|&c| self.w.may_run(pid, c))
+            .min_by_key(|&c| (self.w.cpus[c].nr_running(), c))
+    }
+
+    /// Cancels `pid`'s pending lazy move, if any.
+    #[inline]
+    fn cancel_lazy(&mut self, pid: Pid) {
+        if !self.lazy.is_empty() {
+            self.lazy.remove(&pid);
+        }
+    }
+
+    /// The node of `pid`'s pending lazy move, if any.
+    #[inline]
+    fn lazy_node(&self, pid: Pid) -> Option<usize> {
+        if self.lazy.is_empty() {
+            None
+        } else {
+            self.lazy.get(&pid).copied()
+        }
+    }
+
+    /// Takes `pid`'s pending lazy move, if any, as the CPU it is to be enqueued on (dropped,
+    /// counted as refused, if its affinity has since excluded the whole node).
+    fn take_lazy(&mut self, pid: Pid) -> Option<CpuId> {
+        let node = self.lazy.remove(&pid)?;
+        let cpu = self.lazy_target(pid, node);
+        if cpu.is_none() {
+            self.stats.rejected += 1;
+        }
+        cpu
+    }
+
     /// `cpumask_any_and_distribute(mask)`: the first CPU of `mask` after the one it last
     /// answered, wrapping round (so its first answer skips CPU 0, as the kernel's does).
     fn distribute(&mut self, pid: Pid) -> CpuId {
@@ -745,7 +807,7 @@ impl<'a> State<'a> {
         p.state = PState::Held;
         p.preempted = true;
         self.w.held.insert(pid);
-        self.pelt_update(pid);
+        self.signals_update(pid);
         true
     }
 
@@ -785,6 +847,7 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
+            self.cancel_lazy(pid);
             self.place(pid, to);
             touched.push(to);
         }
@@ -805,8 +868,23 @@ impl<'a> State<'a> {
                 self.stats.rejected += 1;
                 continue;
             }
+            self.cancel_lazy(mv.pid);
             self.move_task(mv.pid, mv.from, mv.to, running, mv.kind);
             touched.push(mv.to);
+        }
+        for lazy in &attempt.lazy_moves {
+            let valid = lazy.node < self.w.machine.nodes()
+                && self
+                    .w
+                    .procs
+                    .get(lazy.pid)
+                    .is_some_and(|p| p.state != PState::Done)
+                && self.lazy_target(lazy.pid, lazy.node).is_some();
+            if !valid {
+                self.stats.rejected += 1;
+                continue;
+            }
+            self.lazy.insert(lazy.pid, lazy.node);
         }
         let moved = touched.len();
         if !attempt.pages.is_empty() {
@@ -1002,6 +1080,8 @@ impl<'a> State<'a> {
                 ),
                 allowed: Vec::new(),
                 pelt: false,
+                duty_half_life: None,
+                duty: Vec::new(),
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -1029,6 +1109,7 @@ impl<'a> State<'a> {
             tick_span: (0, config.tick_ns),
             affine: false,
             distribute_prev: 0,
+            lazy: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -1154,6 +1235,10 @@ fn drive(
     s.active_latency_ns = policy.active_balance_latency_ns();
     s.pelt = policy.tracks_pelt();
     s.w.pelt = s.pelt;
+    s.w.duty_half_life = policy.duty_cycle_half_life_ns().filter(|&h| h > 0);
+    if s.w.duty_half_life.is_some() {
+        s.w.duty = vec![crate::load::Ravg::default(); s.w.procs.len()];
+    }
     s.timer_follows_running = policy.timer_follows_running();
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
@@ -1418,11 +1503,21 @@ fn wake(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
     let prev = s.w.procs[pid].cpu;
     let never_ran = s.w.procs[pid].first_run_ns.is_none();
     next_burst(s, pid);
-    let cpu = if never_ran {
+    let mut cpu = if never_ran {
         policy.place_new(&s.view(), pid, prev)
     } else {
         policy.place_wakeup(&s.view(), pid, prev)
     };
+    if let Some(node) = s.lazy_node(pid) {
+        // A pending lazy move: the policy's CPU if it is on the node, else the node's idlest.
+        match cpu {
+            Some(c) if s.w.machine.cpu_node(c) == node && s.w.may_run(pid, c) => {
+                s.cancel_lazy(pid);
+            }
+            Some(_) => cpu = s.take_lazy(pid).or(cpu),
+            None => {} // held: the policy's `places` gives it a CPU, and cancels it
+        }
+    }
     if s.w.config.record_trace {
         s.trace_events.wakeups.push((s.w.now, pid));
     }
@@ -1561,7 +1656,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.blocked_since = s.w.now;
             let tgid = s.w.workload.processes[pid].tgid as usize;
             sync_of(&mut s.w, tgid).wait(pid, point, count);
-            s.pelt_update(pid);
+            s.signals_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
@@ -1571,7 +1666,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
             s.push(s.w.now + ns, Event::IoDone(pid));
-            s.pelt_update(pid);
+            s.signals_update(pid);
             after_stop(s, policy, cpu);
             return;
         }
@@ -1588,6 +1683,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             s.done += 1;
             let tgid = s.w.workload.processes[pid].tgid as usize;
             s.w.groups[tgid].done += 1;
+            s.cancel_lazy(pid);
         } else {
             p.state = PState::Blocked;
             p.blocked_since = s.w.now;
@@ -1605,7 +1701,7 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             let t = s.w.now + wait_ns;
             s.push(t, Event::IoDone(pid));
         }
-        s.pelt_update(pid);
+        s.signals_update(pid);
         after_stop(s, policy, cpu);
     } else if slice_left == 0 {
         s.w.procs[pid].slice_left_ns = s.slice_ns;
@@ -1613,6 +1709,13 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
             s.schedule_milestone(cpu);
         } else {
             s.requeue_current(cpu);
+            if s.lazy_node(pid).is_some() {
+                // Enqueued again: a pending lazy move sends it to its node now.
+                if let Some(to) = s.take_lazy(pid).filter(|&to| to != cpu) {
+                    s.move_task(pid, cpu, to, false, MigrationKind::Push);
+                    become_busy(s, policy, to);
+                }
+            }
             s.dispatch(policy, cpu);
             running_changed(s, policy, cpu);
         }

@@ -59,7 +59,7 @@ impl<'a> Scene<'a> {
             c.current = Some(pid);
             c.acct_ns = s.w.now;
             s.w.procs[pid].state = PState::Running;
-            s.pelt_update(pid);
+            s.signals_update(pid);
         }
         self
     }

@@ -20,6 +20,7 @@
 //!             active_balance_latency_ns)
 //!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
 //!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
+//!          ── duty_cycle_half_life_ns() ──────────────────► per-task duty cycle kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Distribute | To(cpu) | Hold
 //!          ── extra_metrics() at the end of the run ──────────► [(name, value)] (summary)
 //!   engine checks every decision (a CPU out of range, a process not where the move says, a
@@ -33,7 +34,9 @@
 //! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
 //! sharing (Koita et al.'s schemes) holds a process (placement `None`) until an attempt's `places` gives it a
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
-//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`.
+//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`, a
+//! per-task duty cycle (`duty_cycle_half_life_ns`) and moves applied at a process's next
+//! enqueue ([`LazyMove`]).
 
 mod columns;
 mod view;
@@ -70,6 +73,16 @@ pub struct Move {
     pub from: CpuId,
     pub to: CpuId,
     pub kind: MigrationKind,
+}
+
+/// Send a process to `node` the next time it is enqueued (woken, or put back on a runqueue at
+/// the end of its slice) rather than at once: a user-space balancer's deferred move, as
+/// scx_rusty's balancer writes a task's new domain for `ops.enqueue` to apply (docs/engine.md,
+/// "Lazy moves").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LazyMove {
+    pub pid: Pid,
+    pub node: usize,
 }
 
 /// Where a process goes when a change of its allowed CPUs excludes its CPU
@@ -120,6 +133,9 @@ pub struct Attempt {
     pub holds: Vec<Pid>,
     /// Processor for held processes (see [`Policy::place_new`]).
     pub places: Vec<(Pid, CpuId)>,
+    /// Nodes processes go to at their next enqueue (applied after `moves`; a later one for
+    /// the same process replaces it; a move or place of it now cancels it).
+    pub lazy_moves: Vec<LazyMove>,
     /// Ask the engine to run `active_balance(busiest, target=this cpu)`: right after, or
     /// [`Policy::active_balance_latency_ns`] after the attempt's work.
     pub active_from: Option<CpuId>,
@@ -333,6 +349,15 @@ pub trait Policy: Send {
     /// starts; off, they cost nothing and read as zero.
     fn tracks_pelt(&self) -> bool {
         false
+    }
+
+    /// The half-life (ns) of a per-task duty-cycle average the engine keeps for the policy:
+    /// the share of time each task was runnable (running or queued), over a window that
+    /// halves every half-life (sched_ext's running averages, crate::load::Ravg; read with
+    /// [`View::duty_cycle`]). Read once, when the run starts; `None` (the default) or 0: not
+    /// kept, at no cost, read as zero.
+    fn duty_cycle_half_life_ns(&self) -> Option<u64> {
+        None
     }
 
     /// Period of a machine-wide balancing callback (user-space balancers), if any.

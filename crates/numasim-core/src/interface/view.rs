@@ -62,6 +62,11 @@ pub struct World<'a> {
     pub(crate) allowed: Vec<Option<CpuSet>>,
     /// Whether PELT signals are kept for this run (`Policy::tracks_pelt`).
     pub(crate) pelt: bool,
+    /// The half-life of the duty-cycle averages kept for this run, if any
+    /// (`Policy::duty_cycle_half_life_ns`), and the averages, per process (empty when off:
+    /// nothing kept per process).
+    pub(crate) duty_half_life: Option<u64>,
+    pub(crate) duty: Vec<crate::load::Ravg>,
 }
 
 impl World<'_> {
@@ -332,6 +337,28 @@ impl View<'_> {
     pub fn cpu_pelt(&self, cpu: CpuId) -> PeltAvg {
         let c = &self.cpus[cpu];
         c.pelt.at(self.now, c.pelt_ind.0, c.pelt_ind.1).avg()
+    }
+
+    /// `pid`'s duty cycle now, in [0, 1]: the share of time it was runnable (running or
+    /// queued; not held, blocked or pending) over a window halving every
+    /// [`Policy::duty_cycle_half_life_ns`](super::Policy::duty_cycle_half_life_ns), read at
+    /// this instant without changing it (sched_ext's `ravg_read`, crate::load::Ravg); 0 when
+    /// the policy did not ask for it.
+    pub fn duty_cycle(&self, pid: Pid) -> f64 {
+        match self.duty_half_life {
+            Some(h) => self.duty[pid].read(self.now, h),
+            None => 0.0,
+        }
+    }
+
+    /// The sum of [`View::duty_cycle`] over the processes on `cpu` now (running and queued).
+    pub fn cpu_duty_cycle(&self, cpu: CpuId) -> f64 {
+        let c = &self.cpus[cpu];
+        c.current
+            .into_iter()
+            .chain(c.queue.iter().copied())
+            .map(|pid| self.duty_cycle(pid))
+            .sum()
     }
 
     /// The CPU whose PELT sums hold `pid`'s signals, if any.

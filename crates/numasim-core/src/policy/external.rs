@@ -641,6 +641,10 @@ impl Policy for External {
         self.base.tracks_pelt()
     }
 
+    fn duty_cycle_half_life_ns(&self) -> Option<u64> {
+        self.base.duty_cycle_half_life_ns()
+    }
+
     fn timer_follows_running(&self) -> bool {
         self.base.timer_follows_running()
     }

@@ -15,7 +15,7 @@ pub mod space;
 pub mod thread_aware;
 
 pub use crate::interface::{
-    Attempt, BalanceKind, MigrationKind, Move, PageMove, Pid, Policy, PolicyContext,
+    Attempt, BalanceKind, LazyMove, MigrationKind, Move, PageMove, Pid, Policy, PolicyContext,
 };
 
 use crate::error::InputError;
