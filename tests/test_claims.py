@@ -396,10 +396,11 @@ def test_each_home_cluster_reproduction_runs_small(run, tmp_path, name):
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     head = lines.index("koita-64 · mean response time (ms)")
-    assert lines[head + 1].split()[-len(exp.variants) :] == [v.label for v in exp.variants]
+    labels = [v.label for v in exp.variants] + [v.label for v in exp.extra]  # extras by default
+    assert lines[head + 1].split()[-len(labels) :] == labels
     rows = lines[head + 2 : head + 2 + len(exp.workloads)]
     assert [float(line.split()[0]) for line in rows] == sorted(w.x for w in exp.workloads)
-    assert all(line.count("±") == len(exp.variants) for line in rows)
+    assert all(line.count("±") == len(labels) for line in rows)
     verdicts = pd.read_csv(tmp_path / "o" / "claims.csv")
     assert len(verdicts) == len(exp.claims)
     assert set(verdicts.verdict) <= {claims.HOLDS, claims.FAILS, claims.UNDECIDED}

@@ -77,19 +77,25 @@ def test_reproduce_json_shape_table_and_files(run, tmp_path):
     assert "figures: " in table.out
 
 
-def test_extra_variants_run_only_when_asked(run, tmp_path):
+def test_extra_variants_run_by_default_and_no_extra_skips_them(run, tmp_path):
     text = TINY.replace('policies = ["linux26@flat", "linux26@node-only"]',
                         'policies = ["linux26@flat"]\nextra = ["linux@linux"]')  # fmt: skip
     path = tiny(tmp_path, reps=2, text=text)
+    both = {"linux26@flat", "linux@linux"}
     plain = run("reproduce", path, "--out", tmp_path / "a", "--jobs", "1", "--json")
     assert plain.code == 0, plain.err
-    assert {r["policy"] for r in json.loads(plain.out)["rows"]} == {"linux26@flat"}
+    assert {r["policy"] for r in json.loads(plain.out)["rows"]} == both
     extra = run("reproduce", path, "--out", tmp_path / "b", "--jobs", "1", "--json", "--extra")
     assert extra.code == 0, extra.err
-    assert {r["policy"] for r in json.loads(extra.out)["rows"]} == {"linux26@flat", "linux@linux"}
+    assert {r["policy"] for r in json.loads(extra.out)["rows"]} == both
+    skip = run("reproduce", path, "--out", tmp_path / "a", "--jobs", "1", "--json", "--no-extra")
+    assert skip.code == 0, skip.err
+    assert {r["policy"] for r in json.loads(skip.out)["rows"]} == {"linux26@flat"}
     # A file without extra variants: --extra would do nothing, so it is refused.
     none = run("reproduce", tiny(tmp_path, reps=2), "--out", tmp_path / "c", "--extra")
     assert none.code == 2 and none.err.count("\n") == 1 and "has no extra variants" in none.err
+    ok = run("reproduce", tiny(tmp_path, reps=2), "--out", tmp_path / "d", "--json")
+    assert ok.code == 0, ok.err
 
 
 def test_every_shipped_reproduction_offers_today_s_linux_as_extra_variants():

@@ -816,9 +816,11 @@ def _check_common(replications: int | None, confidence: float | None) -> None:
               help="Also run under the paper, kernel26 and (if one exists) fitted profiles and "
               "print the published result beside each (table, average or claims) with a "
               "reading of sign, trend and magnitude (--report includes it).")  # fmt: skip
-@click.option("--extra", is_flag=True,
-              help="Also run the file's extra variants (every shipped reproduction: today's "
-              "Linux, linux@linux with NUMA balancing off and on).")  # fmt: skip
+@click.option("--extra/--no-extra", default=None,
+              help="Run the file's extra variants (every shipped reproduction: today's Linux, "
+              "linux@linux with NUMA balancing off and on) beside the paper's baseline and "
+              "policies. Default: run them where the file has some; --no-extra skips them; "
+              "--extra refuses a file that has none.")  # fmt: skip
 def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume, as_json,
               ablate, report_file, profiles_asked, extra) -> None:  # fmt: skip
     """Run a shipped experiment (numasim list experiments) or an experiment file, under its
@@ -827,9 +829,9 @@ def reproduce(name, replications, jobs, cluster, confidence, out, fresh, assume,
 
     _check_common(replications, confidence)
     exp = ex.load(name)
-    if extra:
-        if not exp.extra:
-            raise click.UsageError(f"--extra: {exp.name} has no extra variants")
+    if extra and not exp.extra:
+        raise click.UsageError(f"--extra: {exp.name} has no extra variants")
+    if extra is not False:
         exp.policies += exp.extra
     if replications:
         exp.replications = replications
