@@ -722,21 +722,10 @@ impl Linux {
         let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
         let failed = self.sd[sd_cpu][li].nr_balance_failed;
         let grpmask = &v.domains.cpus[sd_cpu][li].groups[0].balance_mask;
-        let kind = if idle == IdleType::NotIdle {
-            MigrationKind::Pull
-        } else {
-            MigrationKind::Idle
-        };
+        let kind = pull_kind(idle);
         let mut detached = 0;
         let earlier = std::mem::take(&mut env.detached);
-        // The tail of cfs_tasks is the least recently run: the front of the run queue, then
-        // the rest in order, the running task (the list's head) last.
-        let tasks = v
-            .queued(src)
-            .filter(|&pid| earlier.is_empty() || !earlier.contains(&pid))
-            .map(Some)
-            .chain([v.current(src).map(|_| None)].into_iter().flatten());
-        for task in tasks {
+        for task in cfs_tail_walk(v, src, &earlier) {
             if idle != IdleType::NotIdle && env.src_nr <= 1 {
                 break;
             }
@@ -789,20 +778,11 @@ impl Linux {
         let (sd_cpu, li, src, idle) = (env.sd_cpu, env.li, env.src, env.idle);
         let failed = self.sd[sd_cpu][li].nr_balance_failed;
         let grpmask = &v.domains.cpus[sd_cpu][li].groups[0].balance_mask;
-        let kind = if idle == IdleType::NotIdle {
-            MigrationKind::Pull
-        } else {
-            MigrationKind::Idle
-        };
+        let kind = pull_kind(idle);
         let earlier = std::mem::take(&mut env.detached);
-        let tasks = v
-            .queued(src)
-            .filter(|&pid| earlier.is_empty() || !earlier.contains(&pid))
-            .map(Some)
-            .chain([v.current(src).map(|_| None)].into_iter().flatten());
         let mut movable: Vec<Pid> = Vec::new();
         if idle == IdleType::NotIdle || env.src_nr > 1 {
-            for task in tasks {
+            for task in cfs_tail_walk(v, src, &earlier) {
                 env.looked += 1;
                 if env.looked > env.loop_max {
                     break;
@@ -1256,4 +1236,27 @@ impl Linux {
         }
         Some(a)
     }
+}
+
+/// The kind of a `detach_tasks` move: a busy CPU's pull, or an idle (or newly idle) one's.
+fn pull_kind(idle: IdleType) -> MigrationKind {
+    if idle == IdleType::NotIdle {
+        MigrationKind::Pull
+    } else {
+        MigrationKind::Idle
+    }
+}
+
+/// `detach_tasks`'s walk from the tail of `cfs_tasks`, the least recently run first: the front
+/// of `src`'s run queue, then the rest in order, leaving out the tasks an earlier pass of this
+/// balancing detached (`earlier`), and the running task (the list's head, `None`) last.
+fn cfs_tail_walk<'a>(
+    v: &'a View<'_>,
+    src: CpuId,
+    earlier: &'a [Pid],
+) -> impl Iterator<Item = Option<Pid>> + 'a {
+    v.queued(src)
+        .filter(move |&pid| earlier.is_empty() || !earlier.contains(&pid))
+        .map(Some)
+        .chain([v.current(src).map(|_| None)].into_iter().flatten())
 }
