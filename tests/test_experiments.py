@@ -44,7 +44,7 @@ def test_list_experiments_names_the_reproductions(run):
     r = run("list", "experiments")
     assert r.code == 0
     for name in ["multilevel-altix", "multilevel-superdome", "domains-superdome-4",
-                 "modern-baseline"]:  # fmt: skip
+                 "modern-baseline", "sched-ext-numa"]:  # fmt: skip
         assert f"\n{name} " in "\n" + r.out
 
 
@@ -109,7 +109,7 @@ def test_every_shipped_reproduction_offers_today_s_linux_as_extra_variants():
             ], exp.name
             continue
         assert [v.label for v in exp.extra] == ["linux:numa_balancing=off@linux", "linux@linux"] \
-            or exp.name == "modern-baseline", exp.name  # fmt: skip
+            or exp.name in ("modern-baseline", "sched-ext-numa"), exp.name  # fmt: skip
 
 
 def test_common_random_numbers_every_policy_sees_the_same_workload(tmp_path):

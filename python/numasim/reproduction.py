@@ -374,7 +374,7 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
     import matplotlib.pyplot as plt
 
     w = next(w for w in exp.workloads if w.name == workload)
-    ns = sorted(exp.ns)
+    ns = sorted(exp.ns_of(w))
     span = (ns[-1] - ns[0]) or 1
     series = [("as run (" + setting_text(exp) + ")", a.base, None)]
     series += [(f.label, a.gains[f.label], f) for f in a.plan.flips]
@@ -692,7 +692,7 @@ def _setup(exp: Experiment, confidence: float) -> list[str]:
         _table(
             ["workload", *([exp.x_label] if exp.has_x else []), "spec", "n"],
             [
-                [w.name, *([f"{w.x:g}"] if exp.has_x else []), w.spec, _ns(exp.ns)]
+                [w.name, *([f"{w.x:g}"] if exp.has_x else []), w.spec, _ns(exp.ns_of(w))]
                 for w in exp.workloads
             ],
         ),
