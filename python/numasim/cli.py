@@ -695,7 +695,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     elif report_file:
         page = reproduction.html_page(exp, summary, gains, confidence,
                                       [f for f in figures if apps is None or f not in apps.figures],
-                                      ablation, ablation_files, apps, profiles)  # fmt: skip
+                                      ablation, ablation_files, apps, profiles, shows,
+                                      report.metrics_text(exp, *more, confidence)
+                                      if more is not None else "")  # fmt: skip
         _write(report_file, page)
     if as_json:
         rows = report.json_rows(exp, gains)
