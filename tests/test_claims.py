@@ -256,7 +256,7 @@ CLAIM0 = 'kind = "smallest"\npolicy = "linux26@flat"'
         (("x_max = 20", 'x_max = 20\nmetric = "speed"'),
          "claim.1.metric: must be one of mean_tat_ms, median_tat_ms, p95_tat_ms, makespan_ms, "
          "far_from_origin, far_from_origin_pct, mean_remote_factor, mean_app_tat_ms, "
-         "app_remote_share"),
+         "app_remote_share, cross_node_migrations_per_s, remote_share"),
         (('spec = "app=swaptions:2,arrival=poisson:80"', 'spec = "kind=cpu,exec=50"'),
          "metric: mean_app_tat_ms is a metric of applications; workload 'fast' has none (app= "
          "specs and mixes have them)"),

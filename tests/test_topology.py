@@ -16,7 +16,7 @@ KERNEL_CAPTURES = Path(__file__).resolve().parent.parent / "crates/numasim-core/
 
 PRESETS = [
     "amc1", "amc2", "amc3", "hp-superdome-16", "hp-superdome-4", "koita-64",
-    "mehta-m1", "mehta-m2", "mehta-m3", "numa-4x8", "sgi-altix-3000",
+    "mehta-m1", "mehta-m2", "mehta-m3", "numa-4x8", "sgi-altix-3000", "two-socket-2x16",
 ]  # fmt: skip
 
 

@@ -138,7 +138,7 @@ def text(exp: Experiment, a: AppResults) -> str:
         ev = _cell(a.evaluations, machine, w.name, n)
         order = list(dict.fromkeys(s.app))
         head = f"{machine} · {report.workload_label(exp, w)}" + (
-            f" · n = {n}" if len(exp.ns) > 1 else "")  # fmt: skip
+            f" · n = {n}" if len(exp.all_ns) > 1 else "")  # fmt: skip
         lines += ["", head, "", "  completion time (ms)"]
         rows = [["app", "threads", *(v.label for v in exp.variants)]]
         for app in order:
@@ -275,7 +275,7 @@ def completion_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: i
         axes[i // cols][i % cols].set_visible(False)
     reps = int(s.replications.min()) if len(s) else 0
     title = (f"{machine} · {report.workload_label(exp, w)}"
-             + (f" · n = {n}" if len(exp.ns) > 1 else "")
+             + (f" · n = {n}" if len(exp.all_ns) > 1 else "")
              + ": completion time of each application (last thread)")  # fmt: skip
     panels.suptitle(textwrap.fill(title, int(width * 9)))
     foot.text(0.5, 0.5, _caption(exp, a, reps), ha="center", va="center", fontsize=8,
@@ -354,8 +354,9 @@ def gain_figure(exp: Experiment, a: AppResults, machine: str, w: Any, n: int):
     order_labels = [v.label for v in exp.variants] + [lb for lb in l1 if lb.startswith("paper")]
     panels.legend([handles[lb] for lb in order_labels], order_labels, loc="outside lower center",
                   ncol=min(len(order_labels), 4), frameon=False)  # fmt: skip
+    several = len(exp.all_ns) > 1
     panels.suptitle(textwrap.fill(f"{machine} · {report.workload_label(exp, w)}"
-                                  + (f" · n = {n}" if len(exp.ns) > 1 else ""), 110))  # fmt: skip
+                                  + (f" · n = {n}" if several else ""), 110))  # fmt: skip
     reps = int(g.replications.min()) if len(g) else 0
     foot.text(0.5, 0.5, _caption(exp, a, reps), ha="center", va="center", fontsize=8,
               color="#444")  # fmt: skip
@@ -376,7 +377,7 @@ def figure_tasks(out: Path, exp: Experiment, a: AppResults) -> list[report.Figur
     tasks = []
     for machine, w, n in _cells(exp, a):
         tail = file_stem(Path(machine).stem, report.workload_file_name(exp, w)) + (
-            f"-n{n}" if len(exp.ns) > 1 else ""
+            f"-n{n}" if len(exp.all_ns) > 1 else ""
         )
         for kind, draw in zip(FIGURE_KINDS, (completion_figure, gain_figure), strict=True):
             tasks.append(

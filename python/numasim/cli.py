@@ -632,6 +632,19 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     apps = None if exp.has_x else app_report.compute(exp, runs, outcome.apps, confidence)
     ref_gains = apps.average if apps is not None else None
     versus = comparison.compute(exp, runs, confidence) if exp.has_x else None
+    # Further metrics (the file's `metrics`), and what an experiment that publishes nothing
+    # shows: tables and findings beside the main table.
+    more = (report.metrics_frames(exp, runs, confidence) if exp.metrics and versus is None
+            else None)  # fmt: skip
+    shows = None
+    if versus is None and exp.reference is None and not exp.claims:
+        from numasim import findings
+
+        frames = [(exp.metric, summary, gains)]
+        if more is not None:
+            frames += [(m, more[0][more[0].metric == m], more[1][more[1].metric == m])
+                       for m in exp.metrics]  # fmt: skip
+        shows = findings.text(exp, frames, confidence)
     with _writing(out_dir):
         # The figures are drawn in processes of their own while the tables are written.
         tasks = (comparison.figure_tasks(out_dir, exp, versus) if versus is not None
@@ -645,6 +658,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
                     files += report.write_frames(out_dir, [("apps", outcome.apps)])
             if apps is not None:
                 files += app_report.write_tables(out_dir, apps)
+            if more is not None:
+                files += report.write_frames(out_dir, [("metrics_summary", more[0]),
+                                                       ("metrics_gains", more[1])])  # fmt: skip
             done = drawing.result()
         figures = [p for paths in done[: len(tasks)] for p in paths]
         if versus is not None:
@@ -679,7 +695,9 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
     elif report_file:
         page = reproduction.html_page(exp, summary, gains, confidence,
                                       [f for f in figures if apps is None or f not in apps.figures],
-                                      ablation, ablation_files, apps, profiles)  # fmt: skip
+                                      ablation, ablation_files, apps, profiles, shows,
+                                      report.metrics_text(exp, *more, confidence)
+                                      if more is not None else "")  # fmt: skip
         _write(report_file, page)
     if as_json:
         rows = report.json_rows(exp, gains)
@@ -691,6 +709,8 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
             rows["ablation"] = reproduction.json_rows(ablation)
         if profiles:
             rows.update(profile_table.json_rows(exp, profiles))
+        if more is not None:
+            rows["metrics"] = report.records(more[1])
         click.echo(json.dumps(rows))
         click.echo(reuse, err=True)
         return
@@ -698,6 +718,12 @@ def _run_experiment(exp, out: str | None, jobs, cluster, confidence, as_json: bo
         click.echo(comparison.text(exp, versus))
     else:
         click.echo(report.table_text(exp, summary, gains, confidence, runs, ref_gains))
+    if more is not None:
+        click.echo()
+        click.echo(report.metrics_text(exp, *more, confidence))
+    if shows is not None:
+        click.echo()
+        click.echo("\n".join(shows))
     if apps is not None:
         click.echo()
         click.echo(app_report.text(exp, apps))

@@ -76,10 +76,16 @@ METRIC_LABELS = {
     "mean_remote_factor": "mean remote-access factor",
     "mean_app_tat_ms": "mean response time (ms)",
     "app_remote_share": "remote-access share of the applications",
+    "cross_node_migrations_per_s": "migrations between nodes per second of makespan",
+    "remote_share": "remote-access share",
 }
 #: Per-run values derived from a run's applications (``app_run_metrics``): metrics of app
 #: workloads only.
 APP_RUN_METRICS = ("mean_app_tat_ms", "app_remote_share")
+#: Per-run values derived from a run's full result (``derived_metrics``): kept in the rows of an
+#: experiment that reports one of them (``metric`` or ``metrics``), only there, so the rows of
+#: every other experiment stay as they were.
+DERIVED_METRICS = ("cross_node_migrations", "cross_node_migrations_per_s", "remote_share")
 #: Migration kinds stored per run (``migrations_<kind>``).
 KIND_COLUMNS = ("pull", "push", "exchange", "idle", "active")
 
@@ -109,6 +115,9 @@ class WorkloadDef:
     mix: str = ""
     #: Its place on the experiment's x axis (``x = ...``; ``Experiment.x_label`` names it).
     x: float | None = None
+    #: Its own process counts (``n = [...]`` in its entry, e.g. a mix's rounds), instead of the
+    #: sweep's; empty: the sweep's.
+    ns: tuple[int, ...] = ()
 
     @property
     def has_apps(self) -> bool:
@@ -152,6 +161,9 @@ class Experiment:
     x_scale: str = "linear"
     #: The paper's claims checked against the results (``[[claim]]``, claims.py).
     claims: list[Any] = field(default_factory=list)
+    #: Further metrics tabulated beside ``metric`` (``metrics = [...]``), each with its paired
+    #: change against the baseline.
+    metrics: list[str] = field(default_factory=list)
 
     @property
     def has_x(self) -> bool:
@@ -198,8 +210,22 @@ class Experiment:
     def variants(self) -> list[Variant]:
         return [self.baseline, *self.policies]
 
+    def ns_of(self, w: WorkloadDef) -> list[int]:
+        """The process counts of workload ``w``: its own, else the sweep's."""
+        return list(w.ns) if w.ns else self.ns
+
+    @property
+    def all_ns(self) -> list[int]:
+        """Every n of any workload, ascending."""
+        return sorted({n for w in self.workloads for n in self.ns_of(w)})
+
+    @property
+    def derived(self) -> bool:
+        """Its rows keep ``DERIVED_METRICS``: its metric or a further metric is one of them."""
+        return any(m in DERIVED_METRICS for m in (self.metric, *self.metrics))
+
     def cells(self) -> list[tuple[str, WorkloadDef, int]]:
-        return [(m, w, n) for m in self.machines for w in self.workloads for n in self.ns]
+        return [(m, w, n) for m in self.machines for w in self.workloads for n in self.ns_of(w)]
 
 
 def experiments_dir() -> Path:
@@ -261,6 +287,8 @@ class _WorkloadEntry(_Strict):
     mix: str | None = None
     #: Its place on the experiment's x axis (a number; every workload or none has one).
     x: float | None = Field(default=None, allow_inf_nan=False)
+    #: Its own process counts instead of ``sweep.n`` (a mix's rounds beside process counts).
+    n: list[Annotated[int, Field(gt=0)]] | None = Field(default=None, min_length=1)
 
 
 class _Sweep(_Strict):
@@ -336,6 +364,8 @@ class ExperimentFile(_Strict):
     #: A master seed: replication seeds derive from it (``replication_seed``).
     seed: int = Field(ge=0, lt=2**63)
     metric: Literal[tuple(METRIC_LABELS)] = "mean_tat_ms"  # type: ignore[valid-type]
+    #: Further metrics tabulated beside ``metric``, each against the baseline.
+    metrics: list[Literal[tuple(METRIC_LABELS)]] = []  # type: ignore[valid-type]
     #: The modelling-assumption profile it runs under by default (``numasim list assumptions``).
     profile: Literal["kernel26", "paper"] = "kernel26"
     #: Values set on top of the profile, each with its source: ``memory = {value, source}``.
@@ -392,8 +422,10 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
                              f"{bad!r}; a name is printable text")  # fmt: skip
     workloads = [_workload(origin, i, w) for i, w in enumerate(f.workload)]
     _x_axis(origin, f)
+    own_ns = [(f"workload.{i}.n", w.n) for i, w in enumerate(f.workload) if w.n]
     for key, items in (("workload", [w.name for w in f.workload]), ("machines", f.machines),
-                       ("sweep.n", f.sweep.n)):  # fmt: skip
+                       ("sweep.n", f.sweep.n), ("metrics", [f.metric, *f.metrics]),
+                       *own_ns):  # fmt: skip
         twice = sorted({str(x) for x in items if items.count(x) > 1})
         if twice:
             raise InputError(f"{origin}: {key}: {', '.join(twice)} named more than once")
@@ -419,6 +451,7 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         set_assumptions={k: (e.value, e.source) for k, e in f.assumptions.items()},
         x_label=f.x_label,
         x_scale=f.x_scale,
+        metrics=f.metrics,
     )
     check_budget(exp, f"{origin}: replications")
     labels = [v.label for v in exp.variants]
@@ -432,6 +465,8 @@ def from_dict(data: dict[str, Any], origin: str) -> Experiment:
         raise InputError(f"{origin}: extra: its variants must differ from each other and from "
                          "the baseline and policies")  # fmt: skip
     check_metric(origin, "metric", f.metric, workloads)
+    for i, m in enumerate(f.metrics):
+        check_metric(origin, f"metrics.{i}", m, workloads)
     from numasim import claims
 
     exp.claims = [claims.check(origin, i, c, exp) for i, c in enumerate(f.claim)]
@@ -470,15 +505,20 @@ def _workload(origin: str, i: int, w: _WorkloadEntry) -> WorkloadDef:
         if mix.spec != mix.spec_without_n:
             raise InputError(f"{where}.mix: {mix.origin} sets n; in an experiment n comes "
                              "from [sweep]")  # fmt: skip
-        return WorkloadDef(w.name, mix.spec, w.mix, w.x)
+        return WorkloadDef(w.name, mix.spec, w.mix, w.x, tuple(w.n or ()))
     if any(part.strip().startswith("n=") for part in w.spec.split(",")):
-        raise InputError(f"{where}.spec: n comes from [sweep], not the spec")
-    return WorkloadDef(w.name, w.spec, x=w.x)
+        raise InputError(f"{where}.spec: n comes from [sweep] (or the workload's n), not the "
+                         "spec")  # fmt: skip
+    return WorkloadDef(w.name, w.spec, x=w.x, ns=tuple(w.n or ()))
 
 
 def _x_axis(origin: str, f: ExperimentFile) -> None:
     """An x axis (``x_label`` and an ``x`` on every workload, each x once, one n) or none."""
     xs = [w.x for w in f.workload]
+    if f.x_label and any(w.n for w in f.workload):
+        i = next(i for i, w in enumerate(f.workload) if w.n)
+        raise InputError(f"{origin}: workload.{i}.n: an experiment with an x axis runs the "
+                         "sweep's one n on every workload")  # fmt: skip
     if not f.x_label:
         if "x_scale" in f.model_fields_set:
             raise InputError(f"{origin}: x_scale: there is no x axis (give x_label and an x "
@@ -541,8 +581,10 @@ def _reference(origin: str, r: _Reference, exp: Experiment) -> Reference:
         where = f"{origin}: reference.rows.{i}"
         if row.workload not in names:
             raise InputError(f"{where}.workload: '{row.workload}' is not a workload of the file")
-        if row.n not in exp.ns:
-            raise InputError(f"{where}.n: {row.n} is not in sweep.n")
+        w = next(w for w in exp.workloads if w.name == row.workload)
+        if row.n not in exp.ns_of(w):
+            ns = "sweep.n" if not w.ns else f"the n of workload '{w.name}'"
+            raise InputError(f"{where}.n: {row.n} is not in {ns}")
         if (row.workload, row.n) in rows:
             raise InputError(f"{where}: {row.workload} n={row.n} is given twice")
         if row.gain_pct is None and row.baseline is None and row.policy is None:
@@ -580,6 +622,7 @@ def run_batch(
     reps: list[tuple[int, int]],
     variants: list[tuple],
     assume: str = "",
+    derived: bool = False,
 ) -> list[dict[str, Any]]:
     """One task: replications ``(r, seed)`` of one cell under ``variants`` (label, policy,
     domains) and the modelling assumptions ``assume`` (resolved, canonical text). Runs in a
@@ -587,7 +630,9 @@ def run_batch(
     run keys name. Returns one row of metrics per run, in order.
 
     The core returns only what a row reads (the summary, and the applications of app
-    workloads), not the per-process results: parsing those took a third of a worker's time."""
+    workloads), not the per-process results: parsing those took a third of a worker's time.
+    With ``derived`` the run is asked for its full result and the row also keeps
+    ``DERIVED_METRICS``, which the per-process results give."""
     m = _machine(machine_json)
     rows = []
     for _, seed in reps:
@@ -596,7 +641,13 @@ def run_batch(
             _, policy, domains = variant[:3]
             source = variant[3] if len(variant) > 3 else None
             d = _domains(machine_json, domains)
-            if source is None:
+            if derived:
+                base, external = (
+                    (policy, None) if source is None else (source.base, source.adapter())
+                )
+                result = json.loads(_core.simulate(m, w, base, domains, False, assume, None,
+                                                   external))  # fmt: skip
+            elif source is None:
                 result = json.loads(_core.simulate_summary(m, d, w, policy, assume))
             else:
                 # A fresh instance of the class, from the source text sent, for every run.
@@ -616,8 +667,29 @@ def run_batch(
                 row[f"far_at_{d}"] = count
             if result.get("apps"):  # only workloads with applications: other rows unchanged
                 row.update(app_metrics(result))
+            if derived:
+                row.update(derived_metrics(result))
             rows.append(row)
     return rows
+
+
+def derived_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """``DERIVED_METRICS`` of a run's full result (``summary`` and ``processes``):
+    ``cross_node_migrations``, the migrations whose move crossed a node (every memory access
+    level of the summary's ``migrations_by_level`` but the first, inside a node);
+    ``cross_node_migrations_per_s``, those per second of the run's makespan (0 for a run of no
+    length); ``remote_share``, the share of the run's memory accesses that went to another
+    node's memory: each process's time-weighted share, weighted by its CPU time (0 when nothing
+    ran), as ``app_run_metrics`` weights applications."""
+    s = result["summary"]
+    cross = sum(s["migrations_by_level"][1:])
+    seconds = s["makespan_ms"] / 1000
+    procs = result["processes"]
+    cpu = sum(p["cpu_ms"] for p in procs)
+    share = sum(p["remote_share"] * p["cpu_ms"] for p in procs) / cpu if cpu else 0.0
+    return {"cross_node_migrations": cross,
+            "cross_node_migrations_per_s": cross / seconds if seconds > 0 else 0.0,
+            "remote_share": share}  # fmt: skip
 
 
 #: What a run row keeps of each application (``row["apps"]``, app workloads only).
@@ -698,19 +770,22 @@ def runs(exp: Experiment, machines: dict[str, Any]) -> list[Run]:
 
     out = []
     assumed = exp.assumptions
+    # Only an experiment that reports a derived metric keys its runs by it: every other run
+    # keeps its key, and its stored row.
+    derived = {"derived": True} if exp.derived else {}
     for machine in exp.machines:
         digest = machine_digest(machines[machine].info)
-        for w, n in ((w, n) for w in exp.workloads for n in exp.ns):
+        for w, n in ((wl, n) for wl in exp.workloads for n in exp.ns_of(wl)):
             reps = [(r, replication_seed(exp.seed, machine, w.name, n, r))
                     for r in range(exp.replications)]  # fmt: skip
             keyed = [run_keys({"machine": digest, "spec": w.spec, "n": n, "policy": v.key,
-                               "domains": v.domains, "assumptions": assumed}, reps)
+                               "domains": v.domains, "assumptions": assumed, **derived}, reps)
                      for v in exp.variants]  # fmt: skip
             for i, (r, seed) in enumerate(reps):
                 for v, keys in zip(exp.variants, keyed, strict=True):
                     fields = {"machine": digest, "spec": w.spec, "n": n, "replication": r,
                               "seed": seed, "policy": v.key, "domains": v.domains,
-                              "assumptions": assumed}  # fmt: skip
+                              "assumptions": assumed, **derived}  # fmt: skip
                     key, fields_json = keys[i]
                     out.append(Run(machine, w, n, r, seed, v, key, fields, fields_json))
     return out
@@ -802,7 +877,8 @@ def execute(
     machines = {m: Machine.load(m) for m in exp.machines}
     all_runs = runs(exp, machines)
     with Store.open(out, fresh=fresh) as store:
-        found = store.lookup((r.key for r in all_runs), required=METRICS)
+        required = (*METRICS, *(DERIVED_METRICS if exp.derived else ()))
+        found = store.lookup((r.key for r in all_runs), required=required)
         todo = [r for r in all_runs if r.key not in found]
         reused = len(all_runs) - len(todo)
         done = reused
@@ -857,7 +933,8 @@ def _task(batch: list[Run], infos: dict[str, str]) -> tuple:
     from numasim.assumptions import canonical
 
     assume = canonical(first.fields["assumptions"])
-    return infos[first.machine], first.workload.spec, first.n, reps, variants, assume
+    derived = bool(first.fields.get("derived"))
+    return infos[first.machine], first.workload.spec, first.n, reps, variants, assume, derived
 
 
 def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
@@ -869,7 +946,7 @@ def _check_specs(exp: Experiment, machines: dict[str, Any]) -> None:
             _core.Workload.generate(
                 m._core, f"n=1,{w.spec}", 0, f"{exp.origin}: workload '{w.name}'"
             )
-            n = max(exp.ns)
+            n = max(exp.ns_of(w))
             # `compare` has no file: its n comes from --workload, which the core's "key n" names.
             where = (f"{exp.origin}: sweep.n = {n}, workload '{w.name}'" if exp.origin != COMPARE
                      else "--workload")  # fmt: skip
@@ -887,7 +964,7 @@ MAX_RUNS = 1_000_000
 def check_budget(exp: Experiment, origin: str) -> None:
     """Refuses an experiment of more than ``MAX_RUNS`` runs before anything is allocated for
     them; ``origin`` names what set the replications (the file's key, ``--replications``)."""
-    cells = len(exp.machines) * len(exp.workloads) * len(exp.ns)
+    cells = len(exp.cells())
     variants = len(exp.variants)
     total = exp.replications * cells * variants
     if total > MAX_RUNS:

@@ -41,6 +41,8 @@ METRIC_NAMES = {
     "mean_remote_factor": ("remote factor", "reduction in the mean remote-access factor"),
     "mean_app_tat_ms": ("response", "response-time reduction"),
     "app_remote_share": ("remote share", "reduction in the applications' remote-access share"),
+    "cross_node_migrations_per_s": ("x-node mig/s", "reduction in migrations between nodes"),
+    "remote_share": ("remote share", "reduction in the remote-access share"),
 }
 _FOOTNOTES = {
     "interval": f"{DASH} after ±: fewer than 2 replications, no interval",
@@ -131,7 +133,6 @@ def table_text(
     A published average gain is set beside ``reference_gains`` when given (for applications:
     ``stats.app_average``), else beside the mean of ``gains``."""
     label = METRIC_LABELS[exp.metric]
-    short = metric_names(exp.metric)[0]
     timed = _timed(exp.metric)
     how = "paired gain" if timed else "paired reduction relative to the baseline"
     lines = [f"{exp.name}: {experiment_title(exp)}"]
@@ -140,44 +141,11 @@ def table_text(
     lines.append(describe(exp.assumptions))
     lines.append(f"{label} and {how} (%, positive = the policy is better), "
                  f"± half-width of the {confidence_text(confidence)} t-interval")  # fmt: skip
-    digits = 1 if exp.metric.endswith(("_ms", "_pct")) or exp.metric.startswith("far") else 3
     notes: set[str] = set()
     for machine in exp.machines:
         for w in exp.workloads:
             lines += ["", f"{machine} · {workload_label(exp, w)}"]
-            ref = exp.reference if exp.reference and exp.reference.rows else None
-            ref_here = ref and any(wl == w.name for wl, _ in ref.rows)
-            header = ["n", f"{exp.baseline.label} {short}"]
-            for v in exp.policies:
-                header += [f"{v.label} {short}", "gain %" if timed else "reduction %"]
-            if ref_here:
-                header += ["paper: base", "policy", "gain %", "Δ gain (pp)"]
-            rows = [header]
-            for n in exp.ns:
-                s = summary[(summary.machine == machine) & (summary.workload == w.name)
-                            & (summary.n == n)].set_index("policy")  # fmt: skip
-                g = gains[(gains.machine == machine) & (gains.workload == w.name)
-                          & (gains.n == n)].set_index("policy")  # fmt: skip
-                row = [str(n)]
-                for v in exp.variants:
-                    if v.label not in s.index:
-                        notes.add("runs")
-                        row.append(DASH)
-                    else:
-                        p = s.loc[v.label]
-                        row.append(_pm(p["mean"], p["half_width"], digits, notes))
-                    if v is exp.baseline:
-                        continue
-                    if v.label not in g.index:
-                        row.append(DASH)
-                    else:
-                        gg = g.loc[v.label]
-                        half = gg["gain_ci_high"] - gg["gain_pct"]
-                        row.append(_pm(gg["gain_pct"], half, 2, notes, "gain"))
-                if ref_here:
-                    row += _published(ref, w.name, n, g)
-                rows.append(row)
-            lines += _aligned(rows)
+            lines += _cell_table(exp, exp.metric, summary, gains, machine, w, notes)
             if runs is not None and exp.metric.startswith("far_from_origin"):
                 lines += ["", "  far from origin by the distance of the node where they ran most "
                           "(mean processes per run)"]  # fmt: skip
@@ -189,6 +157,87 @@ def table_text(
     lines += ["", f"replications per cell: {reps} (paired: every variant runs the same workloads)"]
     lines += [_FOOTNOTES[k] for k in _FOOTNOTES if k in notes]
     return "\n".join(lines)
+
+
+def _digits(metric: str) -> int:
+    """Decimals of ``metric``'s means: 1 for times, percentages and counts, else 3."""
+    return 1 if metric.endswith(("_ms", "_pct", "_per_s")) or metric.startswith("far") else 3
+
+
+def _cell_table(exp: Experiment, metric: str, summary: pd.DataFrame, gains: pd.DataFrame,
+                machine: str, w: WorkloadDef, notes: set[str]) -> list[str]:  # fmt: skip
+    """One machine and workload: per n, the baseline's ``metric``, each policy's and its gain
+    or reduction % (and the paper's numbers when ``metric`` is the experiment's and the paper
+    publishes this workload)."""
+    short = metric_names(metric)[0]
+    timed = _timed(metric)
+    digits = _digits(metric)
+    ref = exp.reference if exp.reference and exp.reference.rows else None
+    ref_here = metric == exp.metric and ref and any(wl == w.name for wl, _ in ref.rows)
+    header = ["n", f"{exp.baseline.label} {short}"]
+    for v in exp.policies:
+        header += [f"{v.label} {short}", "gain %" if timed else "reduction %"]
+    if ref_here:
+        header += ["paper: base", "policy", "gain %", "Δ gain (pp)"]
+    rows = [header]
+    for n in exp.ns_of(w):
+        s = summary[(summary.machine == machine) & (summary.workload == w.name)
+                    & (summary.n == n)].set_index("policy")  # fmt: skip
+        g = gains[(gains.machine == machine) & (gains.workload == w.name)
+                  & (gains.n == n)].set_index("policy")  # fmt: skip
+        row = [str(n)]
+        for v in exp.variants:
+            if v.label not in s.index:
+                notes.add("runs")
+                row.append(DASH)
+            else:
+                p = s.loc[v.label]
+                row.append(_pm(p["mean"], p["half_width"], digits, notes))
+            if v is exp.baseline:
+                continue
+            if v.label not in g.index:
+                row.append(DASH)
+            else:
+                gg = g.loc[v.label]
+                half = gg["gain_ci_high"] - gg["gain_pct"]
+                row.append(_pm(gg["gain_pct"], half, 2, notes, "gain"))
+        if ref_here:
+            row += _published(ref, w.name, n, g)
+        rows.append(row)
+    return _aligned(rows)
+
+
+def metrics_frames(exp: Experiment, runs: pd.DataFrame, confidence: float):
+    """``(summary, gains)`` of the experiment's further metrics (``metrics``), each frame the
+    concatenation over the metrics of what ``stats.summarize`` and ``stats.gains`` give (its
+    ``metric`` column names which)."""
+    from numasim import stats
+
+    sums = [stats.summarize(runs, confidence, m) for m in exp.metrics]
+    gains = [stats.gains(runs, exp, confidence, m) for m in exp.metrics]
+    return pd.concat(sums, ignore_index=True), pd.concat(gains, ignore_index=True)
+
+
+def metrics_text(exp: Experiment, summary: pd.DataFrame, gains: pd.DataFrame,
+                 confidence: float) -> str:  # fmt: skip
+    """The tables of the further metrics (``metrics_frames``), one per metric, machine and
+    workload, as the main table is laid out."""
+    lines: list[str] = []
+    notes: set[str] = set()
+    for metric in exp.metrics:
+        timed = _timed(metric)
+        how = "paired gain" if timed else "paired reduction relative to the baseline"
+        lines += ["", f"{METRIC_LABELS[metric]} and {how} (%, positive = lower than "
+                  f"{exp.baseline.label}), ± half-width of the {confidence_text(confidence)} "
+                  "t-interval"]  # fmt: skip
+        s = summary[summary.metric == metric]
+        g = gains[gains.metric == metric]
+        for machine in exp.machines:
+            for w in exp.workloads:
+                lines += ["", f"{machine} · {workload_label(exp, w)} · {metric_names(metric)[0]}"]
+                lines += _cell_table(exp, metric, s, g, machine, w, notes)
+    lines += [_FOOTNOTES[k] for k in _FOOTNOTES if k in notes]
+    return "\n".join(lines[1:])
 
 
 def _published(ref: Reference, workload: str, n: int, g: pd.DataFrame) -> list[str]:
@@ -237,7 +286,8 @@ def _far_breakdown(exp: Experiment, runs: pd.DataFrame, machine: str, workload: 
     cell = runs[(runs.machine == machine) & (runs.workload == workload)]
     cols = [c for c in cell.columns if c.startswith("far_at_") and cell[c].notna().any()]
     rows = [["n", "policy", *(c.removeprefix("far_at_") for c in cols)]]
-    for n in exp.ns:
+    w = next(w for w in exp.workloads if w.name == workload)
+    for n in exp.ns_of(w):
         for v in exp.variants:
             r = cell[(cell.n == n) & (cell.policy == v.label)]
             if not r.empty:
@@ -387,7 +437,8 @@ def figure(exp: Experiment, machine: str, w: WorkloadDef, summary: pd.DataFrame,
     s = summary[(summary.machine == machine) & (summary.workload == w.name)]
     g = gains[(gains.machine == machine) & (gains.workload == w.name)]
     title = f"{machine} · {workload_label(exp, w)}"
-    single = len(exp.ns) == 1
+    ns = exp.ns_of(w)
+    single = len(ns) == 1
     k = len(exp.variants)
     height = 1.9 + 0.45 * k if single else 4.8
     fig = plt.figure(figsize=(11, height + CAPTION_IN), layout="constrained")
@@ -396,9 +447,9 @@ def figure(exp: Experiment, machine: str, w: WorkloadDef, summary: pd.DataFrame,
     panels, foot = fig.subfigures(2, 1, height_ratios=[height, CAPTION_IN])
     if single:
         _dot_plot(panels, exp, s, g)
-        title += f" · n = {exp.ns[0]}"
+        title += f" · n = {ns[0]}"
     else:
-        _sweep_plot(panels, exp, s, g)
+        _sweep_plot(panels, exp, s, g, ns)
     fig.suptitle(title)
     foot.text(0.5, 0.5, caption(exp, s), ha="center", va="center", fontsize=8, color="#444")
     return fig
@@ -413,10 +464,12 @@ def _no_gain(g: pd.DataFrame) -> str:
     return ""
 
 
-def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame) -> None:
-    """The metric and the gain against n; one legend for both, under them."""
+def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame,
+                ns: list[int]) -> None:  # fmt: skip
+    """The metric and the gain against n (the workload's ``ns``); one legend for both, under
+    them."""
     ax1, ax2 = fig.subplots(1, 2)
-    ns = sorted(exp.ns)
+    ns = sorted(ns)
     span = (ns[-1] - ns[0]) or 1
     k = len(exp.variants)
 

@@ -374,7 +374,7 @@ def figure(exp: Experiment, a: Ablation, machine: str, workload: str):
     import matplotlib.pyplot as plt
 
     w = next(w for w in exp.workloads if w.name == workload)
-    ns = sorted(exp.ns)
+    ns = sorted(exp.ns_of(w))
     span = (ns[-1] - ns[0]) or 1
     series = [("as run (" + setting_text(exp) + ")", a.base, None)]
     series += [(f.label, a.gains[f.label], f) for f in a.plan.flips]
@@ -692,7 +692,7 @@ def _setup(exp: Experiment, confidence: float) -> list[str]:
         _table(
             ["workload", *([exp.x_label] if exp.has_x else []), "spec", "n"],
             [
-                [w.name, *([f"{w.x:g}"] if exp.has_x else []), w.spec, _ns(exp.ns)]
+                [w.name, *([f"{w.x:g}"] if exp.has_x else []), w.spec, _ns(exp.ns_of(w))]
                 for w in exp.workloads
             ],
         ),
@@ -820,11 +820,14 @@ def html_page(
     ablation_figures: list[Path],
     apps: Any = None,
     profiles: list | None = None,
+    shows: list[str] | None = None,
+    metrics_text: str = "",
 ) -> str:
     """The reproduction page (self-contained: figures are base64 PNG, nothing is fetched);
     ``apps`` (``app_report.AppResults``) adds the per-application results of app workloads,
     ``profiles`` (``profile_table.ProfileColumn``, run) the published result beside each
-    profile."""
+    profile, ``shows`` (findings.text) what an experiment without published numbers shows,
+    ``metrics_text`` (report.metrics_text) the tables of its further metrics."""
     from numasim import __version__, profile_table
 
     esc = html.escape
@@ -837,11 +840,13 @@ def html_page(
         "<ul class='reading'>"
         + "".join(f"<li>{esc(t)}</li>" for t in reading(exp, gains, confidence, ref_gains))
         + "</ul>",
+        f"<pre>{esc(chr(10).join(shows))}</pre>" if shows else "",
         *_setup(exp, confidence),
         *_published(exp, gains, confidence, ref_gains),
         "<h2>numasim's results</h2>",
         f"<pre>{esc(report.table_text(exp, summary, gains, confidence, None, ref_gains))}</pre>",
         *[_img(f, FIGURE_CAPTION) for f in figures if f.suffix == ".png"],
+        f"<pre>{esc(metrics_text)}</pre>" if metrics_text else "",
         *(_apps_section(exp, apps) if apps is not None else []),
         *profile_table.html_section(exp, profiles or []),
         *_ablation_section(exp, ablation, ablation_figures),

@@ -33,6 +33,8 @@ METRIC_UNITS = {
     "far_from_origin_pct": "%",
     "mean_remote_factor": "1",
     "app_remote_share": "1",
+    "cross_node_migrations_per_s": "1/s",
+    "remote_share": "1",
 }
 
 

@@ -81,7 +81,7 @@ def target(exp) -> Target:
         raise InputError(
             f"{exp.origin}: reference: only gains per cell, no turnarounds or average gain to fit"
         )
-    cells = [(w.name, n) for w in exp.workloads for n in exp.ns]
+    cells = [(w.name, n) for w in exp.workloads for n in exp.ns_of(w)]
     return Target(machine, cells, [], float(ref.average_gain_pct))
 
 
