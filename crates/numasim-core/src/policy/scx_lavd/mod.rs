@@ -37,9 +37,11 @@
 
 pub mod balance;
 pub mod cpdom;
+mod policy;
 
 use crate::error::InputError;
 pub use cpdom::DistModel;
+pub use policy::ScxLavd;
 
 /// The policy's options (`scx-lavd:dist=slit,mig-delta-pct=10`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
