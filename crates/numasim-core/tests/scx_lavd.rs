@@ -169,6 +169,22 @@ fn slit_order_is_lavd_order_when_every_remote_node_is_as_far() {
     assert!(lavd.summary.migrations > 0);
 }
 
+#[test]
+fn a_cpus_busy_time_counts_its_running_process_up_to_now() {
+    // What the 10 ms round reads (View::cpu_busy_ns): CPU 0 runs a process from 0, CPU 1
+    // nothing; at 30 ms CPU 0 has been busy 30 ms (accounted or not), CPU 1 0 ms.
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let w = Workload {
+        apps: Vec::new(),
+        processes: vec![proc(0, 100, 0)],
+    };
+    let s = testutils::Setup::new(m, Builder::Flat, w);
+    let mut sc = s.scene();
+    sc.put(0, 0, 0, 0).at(30_000_000);
+    assert_eq!(sc.view().cpu_busy_ns(0), 30_000_000);
+    assert_eq!(sc.view().cpu_busy_ns(1), 0);
+}
+
 /// Random machines of 1-4 nodes with 1-3 CPUs each, SLIT distances 11-60 (multi-hop ones
 /// among them), some CPUs at speed 2 (two core types: two domains per node).
 fn machine() -> impl Strategy<Value = Machine> {
