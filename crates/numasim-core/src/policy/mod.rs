@@ -11,6 +11,7 @@ pub mod linux26;
 pub mod memory_aware;
 pub mod node_push;
 pub mod origin_aware;
+pub mod scx_lavd;
 pub mod space;
 pub mod thread_aware;
 
@@ -31,7 +32,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 20] = [
+pub const POLICIES: [PolicyInfo; 21] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -94,6 +95,16 @@ pub const POLICIES: [PolicyInfo; 20] = [
         reference: "sched-ext/scx, scheds/rust/scx_rusty/src/load_balance.rs (push/pull \
                     domains, load_imbal_high_ratio 0.17, half the imbalance transferred)",
         default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "scx-lavd",
+        description: "sched_ext scx_lavd's cross-domain load balancing over FIFO domain queues: \
+                      domains per node and core type, fair shares by capacity every 10 ms, \
+                      stealers and stealees with budgets, a probabilistic walk over neighbours \
+                      by distance, force stealing; options dist (lavd, slit), mig-delta-pct, \
+                      lb-low-util-pct, slice-us",
+        reference: "sched-ext/scx scheds/rust/scx_lavd (commit 7a58a3a), balance.bpf.c",
+        default_domains: "flat",
     },
     PolicyInfo {
         name: "fr-dist",
@@ -222,6 +233,7 @@ enum Spec {
     MemoryAware,
     OriginAware(origin_aware::Options),
     NodePush(node_push::Options),
+    ScxLavd(scx_lavd::Options),
     CapabilityAware(capability_aware::PlaceScope),
     Space(&'static str),
 }
@@ -254,6 +266,7 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
         "memory-aware" => no_options(name).map(|()| Spec::MemoryAware),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
         "node-push" => node_push::Options::parse(origin, &pairs).map(Spec::NodePush),
+        "scx-lavd" => scx_lavd::Options::parse(origin, &pairs).map(Spec::ScxLavd),
         "capability-aware" => {
             capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
         }
@@ -291,6 +304,7 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
         Spec::NodePush(o) => Box::new(node_push::NodePush::new(ctx, o)),
+        Spec::ScxLavd(o) => Box::new(scx_lavd::ScxLavd::new(ctx, o)),
         Spec::CapabilityAware(scope) => {
             Box::new(capability_aware::CapabilityAware::new(ctx, scope))
         }
