@@ -254,3 +254,26 @@ proptest! {
         prop_assert_eq!(&r, &numasim_core::run_policy(&s.m, &s.d, &s.w, OPTIONS[oi], &config).unwrap());
     }
 }
+
+#[test]
+fn a_slice_no_longer_than_the_machine_s_largest_refill_is_refused() {
+    // mehta-m1's farthest nodes are 60 apart: a refill of 60 × 50 µs = 3 ms. A 3 ms slice
+    // would let a task stolen at every slice's end never progress; 3.001 ms is taken.
+    let s = testutils::Setup::new(
+        testutils::preset("mehta-m1"),
+        Builder::Flat,
+        Workload {
+            apps: Vec::new(),
+            processes: vec![proc(0, 10, 0)],
+        },
+    );
+    let e = numasim_core::policy::by_name("scx-lavd:slice-us=3000", &s.ctx())
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string().contains("above the largest cache refill"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("(3000 µs)"), "{e}");
+    assert!(numasim_core::policy::by_name("scx-lavd:slice-us=3001", &s.ctx()).is_ok());
+}

@@ -304,7 +304,10 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
         Spec::NodePush(o) => Box::new(node_push::NodePush::new(ctx, o)),
-        Spec::ScxLavd(o) => Box::new(scx_lavd::ScxLavd::new(ctx, o)),
+        Spec::ScxLavd(o) => {
+            o.check("--policy", ctx)?;
+            Box::new(scx_lavd::ScxLavd::new(ctx, o))
+        }
         Spec::CapabilityAware(scope) => {
             Box::new(capability_aware::CapabilityAware::new(ctx, scope))
         }

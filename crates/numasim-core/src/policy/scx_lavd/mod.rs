@@ -40,6 +40,7 @@ pub mod cpdom;
 mod policy;
 
 use crate::error::InputError;
+use crate::interface::PolicyContext;
 pub use cpdom::DistModel;
 pub use policy::ScxLavd;
 
@@ -71,6 +72,34 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Refuses a slice no longer than the largest cache refill a migration costs on the
+    /// machine (`refill_in_node_ns`, or `refill_per_distance_ns` × the largest SLIT distance):
+    /// a task force-stolen at every slice's end would spend each slice refilling and never
+    /// progress, and the run would not end.
+    pub fn check(&self, origin: &str, ctx: &PolicyContext<'_>) -> Result<(), InputError> {
+        let m = ctx.machine;
+        let far = (0..m.nodes())
+            .flat_map(|a| (0..m.nodes()).map(move |b| (a, b)))
+            .filter(|&(a, b)| a != b)
+            .map(|(a, b)| ctx.config.refill_per_distance_ns * u64::from(m.distance(a, b)))
+            .max()
+            .unwrap_or(0);
+        let refill = far.max(ctx.config.refill_in_node_ns);
+        if self.slice_us * 1000 <= refill {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "scx-lavd option 'slice-us' ({}) must be above the largest cache refill \
+                     after a migration on this machine ({} µs): a task moved at every slice \
+                     would never progress",
+                    self.slice_us,
+                    refill.div_ceil(1000)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Parses `key=value` pairs; `origin` names the setting in errors.
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
