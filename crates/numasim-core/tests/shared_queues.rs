@@ -368,3 +368,36 @@ fn a_cpu_takes_only_what_may_run_on_it_and_a_stranded_process_ends_the_run_with_
     let r = engine::run(&m, &d, &w, &mut p, &free()).unwrap();
     assert_eq!(tat(&r), vec![150.0, 200.0, 250.0]);
 }
+
+fn to_queue_1(_: Pid, _: EnqueueKind) -> Enqueue {
+    Enqueue::Shared {
+        queue: 1,
+        key: 0,
+        slice_ns: None,
+        kick: None,
+    }
+}
+
+#[test]
+fn processes_no_cpu_takes_end_a_run_with_a_machine_wide_callback_after_30_s() {
+    // Every process goes to queue 1 and every CPU takes from queue 0 alone. Without a
+    // machine-wide callback nothing is left to happen: the run ends at once with an error.
+    // With one every second, the run would go on forever: the watchdog (sched_ext's 30 s)
+    // ends it once the processes have waited 30 s with every CPU idle.
+    let w = workload(vec![proc(0, 0, 10, 0), proc(1, 0, 10, 0)]);
+    let m = node(2);
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let mut p = Probe::new(2, to_queue_1);
+    let e = engine::run(&m, &d, &w, &mut p, &free()).unwrap_err();
+    assert!(e.to_string().contains("2 of 2 processes unfinished"), "{e}");
+    let mut p = Probe::new(2, to_queue_1);
+    p.period_ns = Some(1_000_000_000);
+    let e = engine::run(&m, &d, &w, &mut p, &free()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2 processes waited in its shared queues for 30 s"),
+        "{e}"
+    );
+    // Stalled from the first call (1 s): the error comes at the call 30 s later.
+    assert_eq!(p.seen.len(), 30);
+}

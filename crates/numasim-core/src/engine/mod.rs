@@ -252,7 +252,17 @@ struct State<'a> {
     shared_seq: u64,
     /// The order of shared queues a policy's `dispatch` answered, kept to reuse.
     shared_order: Vec<usize>,
+    /// Since when processes have waited in shared queues with every CPU idle, as seen at the
+    /// machine-wide calls (`global`): the watchdog's clock.
+    stalled_since: Option<u64>,
+    /// Why the run cannot go on (the watchdog fired), reported after the event.
+    stalled: Option<InputError>,
 }
+
+/// How long processes may wait in shared queues with every CPU idle before the run ends with
+/// an error: sched_ext's watchdog timeout (`SCX_WATCHDOG_MAX_TIMEOUT`, 30 s), after which the
+/// kernel ejects a scheduler whose runnable task has not run.
+const SHARED_STALL_NS: u64 = 30_000_000_000;
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
 /// exactly may keep a few 1e-9 of work.
@@ -1191,6 +1201,8 @@ impl<'a> State<'a> {
             lazy: std::collections::BTreeMap::new(),
             shared_seq: 0,
             shared_order: Vec::new(),
+            stalled_since: None,
+            stalled: None,
         }
     }
 }
@@ -1401,11 +1413,16 @@ fn drive(
                     periodic(&mut s, policy, cpu);
                 }
             }
-            Event::Global => global(
-                &mut s,
-                policy,
-                global_period.expect("scheduled with a period"),
-            ),
+            Event::Global => {
+                global(
+                    &mut s,
+                    policy,
+                    global_period.expect("scheduled with a period"),
+                );
+                if let Some(e) = s.stalled.take() {
+                    return Err(e);
+                }
+            }
             Event::Affinity(pid, k) => affinity_change(&mut s, policy, pid, k as usize),
             Event::Active {
                 busiest,
@@ -1934,8 +1951,32 @@ fn newidle_balance(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     }
 }
 
-/// The machine-wide callback of user-space balancers; rescheduled while work remains.
+/// The machine-wide callback of user-space balancers; rescheduled while work remains. With
+/// shared queues it also keeps the watchdog: processes left waiting in them while every CPU
+/// is idle for [`SHARED_STALL_NS`] end the run with an error (without it a run whose policy
+/// never takes them would call this forever).
 fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
+    if !s.w.shared.is_empty() {
+        let waiting = s.w.shared.iter().map(|q| q.len()).sum::<usize>();
+        let all_idle = s.w.cpus.iter().all(|c| c.current.is_none());
+        if waiting > 0 && all_idle {
+            let since = *s.stalled_since.get_or_insert(s.w.now);
+            if s.w.now - since >= SHARED_STALL_NS {
+                s.stalled = Some(InputError::new(
+                    format!("policy {}", policy.name()),
+                    format!(
+                        "{waiting} processes waited in its shared queues for {} s with every \
+                         CPU idle (its dispatch never took them; sched_ext's watchdog would \
+                         stop such a scheduler)",
+                        SHARED_STALL_NS / 1_000_000_000
+                    ),
+                ));
+                return;
+            }
+        } else {
+            s.stalled_since = None;
+        }
+    }
     if let Some(attempt) = policy.global_balance(&s.view()).as_ref() {
         // Charged to the CPU the policy names (its user-space thread's), if any.
         let payer = policy
