@@ -403,6 +403,18 @@ impl View<'_> {
         }
     }
 
+    /// The time `cpu` has spent running processes up to now (their stalls on it included; its
+    /// idle time and balancing work while idle not): what a user-space tuner reads as the
+    /// CPU's busy time in /proc/stat, for its utilisation over an interval.
+    pub fn cpu_busy_ns(&self, cpu: CpuId) -> u64 {
+        let c = &self.cpus[cpu];
+        if c.current.is_some() {
+            c.busy_ns + self.now.saturating_sub(c.acct_ns)
+        } else {
+            c.busy_ns
+        }
+    }
+
     /// `pid`'s time on a CPU up to the last accounting of its CPU: [`ProcInfo::cpu_ns`]
     /// without the rest of [`View::proc`].
     #[inline]

@@ -11,6 +11,7 @@ pub mod linux26;
 pub mod memory_aware;
 pub mod node_push;
 pub mod origin_aware;
+pub mod scx_rusty;
 pub mod space;
 pub mod thread_aware;
 
