@@ -71,8 +71,8 @@ use crate::config::EngineConfig;
 use crate::domains::Domains;
 use crate::error::{InputError, Result};
 use crate::interface::{
-    bits, AffinityMove, Attempt, BalanceKind, Costs, MigrationKind, PState, Pid, Policy, Quiet,
-    View, World,
+    bits, AffinityMove, Attempt, BalanceKind, Costs, Enqueue, EnqueueKind, MigrationKind, PState,
+    Pid, Policy, Quiet, View, World,
 };
 use crate::machine::{CpuId, Machine};
 use crate::memory::GroupMemory;
@@ -248,6 +248,10 @@ struct State<'a> {
     /// `cpumask_any_and_distribute`'s last answer (the kernel's per-CPU
     /// `distribute_cpu_mask_prev`; one for the machine here: docs/engine.md, "Affinity").
     distribute_prev: CpuId,
+    /// The next arrival sequence in a shared queue (equal keys are taken in this order).
+    shared_seq: u64,
+    /// The order of shared queues a policy's `dispatch` answered, kept to reuse.
+    shared_order: Vec<usize>,
 }
 
 /// Numerical slack on work (ns): integer event times are rounded up, so a burst that should end
@@ -594,8 +598,21 @@ impl<'a> State<'a> {
         pid
     }
 
-    /// Runs the next queued process if the CPU has none running.
+    /// Runs the next queued process if the CPU has none running: the front of its runqueue,
+    /// or when that is empty, one the policy's `dispatch` takes from a shared queue.
     fn dispatch(&mut self, policy: &mut dyn Policy, cpu: CpuId) {
+        if self.w.cpus[cpu].current.is_some() {
+            return;
+        }
+        if !self.w.shared.is_empty() && self.w.cpus[cpu].queue.is_empty() {
+            self.take_shared(policy, cpu);
+        }
+        self.run_next(policy, cpu);
+    }
+
+    /// Runs the front of the CPU's runqueue if it has none running (shared queues are not
+    /// asked: `dispatch` was, at this stop).
+    fn run_next(&mut self, policy: &mut dyn Policy, cpu: CpuId) {
         if self.w.cpus[cpu].current.is_some() {
             return;
         }
@@ -634,6 +651,15 @@ impl<'a> State<'a> {
     /// Enqueues a new or woken process on `cpu`, counting a placement or wake-up migration
     /// when it lands away from its parent's CPU (new) or the CPU it slept on (woken).
     fn place(&mut self, pid: Pid, cpu: CpuId) {
+        self.arrive_on(pid, cpu, false);
+        self.enqueue(pid, cpu);
+    }
+
+    /// Counts what `pid` coming to `cpu` is: for a process that never ran, its creation there
+    /// (its origin under `memory=parent`, a placement away from its parent's CPU); else a
+    /// migration away from the CPU it was on, of kind `pull` when a CPU took it from a shared
+    /// queue (`shared`), else `placement` (given a processor again after `holds`) or `wakeup`.
+    fn arrive_on(&mut self, pid: Pid, cpu: CpuId, shared: bool) {
         if self.w.procs[pid].first_run_ns.is_none() {
             let spawn = self.w.workload.processes[pid].spawn_cpu as usize;
             if self.w.config.assumptions.memory == Memory::Parent {
@@ -655,7 +681,9 @@ impl<'a> State<'a> {
             let prev = self.w.procs[pid].cpu;
             // A process a policy took off its processor (`holds`) is given one again: a
             // processor allocation, counted as a placement (with the refill of a migration).
-            let kind = if std::mem::take(&mut self.w.procs[pid].preempted) {
+            let kind = if shared {
+                MigrationKind::Pull
+            } else if std::mem::take(&mut self.w.procs[pid].preempted) {
                 MigrationKind::Placement
             } else {
                 MigrationKind::Wakeup
@@ -664,7 +692,56 @@ impl<'a> State<'a> {
                 self.record_migration(pid, prev, cpu, kind);
             }
         }
+    }
+
+    /// Puts runnable `pid`, on no CPU's runqueue, in shared queue `queue` at `key` (after the
+    /// processes of equal keys already there).
+    fn queue_shared(&mut self, pid: Pid, queue: usize, key: u64) {
+        let seq = self.shared_seq;
+        self.shared_seq += 1;
+        self.w.shared[queue].insert((key, seq, pid));
+        self.w.shared_of[pid] = Some((queue, key, seq));
+        self.w.procs[pid].state = PState::Runnable;
+        self.signals_update(pid);
+    }
+
+    /// Asks the policy which shared queues `cpu` (its runqueue empty) takes from, and puts on
+    /// its runqueue the first process, in key order, of the first of them that has one it may
+    /// run; true if it found one.
+    fn take_shared(&mut self, policy: &mut dyn Policy, cpu: CpuId) -> bool {
+        debug_assert!(self.w.cpus[cpu].queue.is_empty());
+        let mut order = std::mem::take(&mut self.shared_order);
+        order.clear();
+        policy.dispatch(&View::new(&self.w), cpu, &mut order);
+        let mut found = None;
+        for &q in &order {
+            let Some(queue) = self.w.shared.get(q) else {
+                self.stats.rejected += 1;
+                continue;
+            };
+            if let Some(&entry) = queue.iter().find(|e| self.w.may_run(e.2, cpu)) {
+                found = Some((q, entry));
+                break;
+            }
+        }
+        self.shared_order = order;
+        let Some((q, entry)) = found else {
+            return false;
+        };
+        let pid = entry.2;
+        self.w.shared[q].remove(&entry);
+        self.w.shared_of[pid] = None;
+        self.arrive_on(pid, cpu, true);
         self.enqueue(pid, cpu);
+        true
+    }
+
+    /// Sets the slice `pid` gets when it next runs, if the policy's enqueue gave one.
+    #[inline]
+    fn set_slice(&mut self, pid: Pid, slice_ns: Option<u64>) {
+        if let Some(ns) = slice_ns.filter(|&ns| ns > 0) {
+            self.w.procs[pid].slice_left_ns = ns;
+        }
     }
 
     fn level_of(&self, from: CpuId, to: CpuId) -> usize {
@@ -1082,6 +1159,8 @@ impl<'a> State<'a> {
                 pelt: false,
                 duty_half_life: None,
                 duty: Vec::new(),
+                shared: Vec::new(),
+                shared_of: Vec::new(),
             },
             seq: 0,
             events: QuaternaryHeap::new(),
@@ -1110,6 +1189,8 @@ impl<'a> State<'a> {
             affine: false,
             distribute_prev: 0,
             lazy: std::collections::BTreeMap::new(),
+            shared_seq: 0,
+            shared_order: Vec::new(),
         }
     }
 }
@@ -1240,6 +1321,11 @@ fn drive(
         s.w.duty = vec![crate::load::Ravg::default(); s.w.procs.len()];
     }
     s.timer_follows_running = policy.timer_follows_running();
+    let queues = policy.shared_queues();
+    if queues > 0 {
+        s.w.shared = vec![std::collections::BTreeSet::new(); queues];
+        s.w.shared_of = vec![None; s.w.procs.len()];
+    }
     for cpu in 0..s.w.machine.cpus() {
         refresh_balance_timer(&mut s, policy, cpu);
     }
@@ -1448,14 +1534,12 @@ fn arrive(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid) {
 fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId>) {
     match cpu {
         Some(cpu) if cpu < s.w.cpus.len() && s.w.may_run(pid, cpu) => {
-            s.place(pid, cpu);
-            become_busy(s, policy, cpu);
+            settle(s, policy, pid, cpu);
         }
         Some(_) => {
             s.stats.rejected += 1;
             let cpu = s.w.fallback_cpu(pid, s.w.procs[pid].cpu);
-            s.place(pid, cpu);
-            become_busy(s, policy, cpu);
+            settle(s, policy, pid, cpu);
         }
         None => {
             s.w.procs[pid].state = PState::Held;
@@ -1479,6 +1563,50 @@ fn admit(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: Option<CpuId
                 }
             }
         }
+    }
+}
+
+/// Enqueues a new or woken process placed on `cpu`: on its runqueue, or where the policy's
+/// `enqueue` says when it has shared queues.
+fn settle(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: CpuId) {
+    if !s.w.shared.is_empty() {
+        let why = if s.w.procs[pid].first_run_ns.is_none() {
+            EnqueueKind::New
+        } else {
+            EnqueueKind::Wakeup
+        };
+        match policy.enqueue(&s.view(), pid, cpu, why) {
+            Enqueue::Shared {
+                queue,
+                key,
+                slice_ns,
+                kick,
+            } if queue < s.w.shared.len() => {
+                s.set_slice(pid, slice_ns);
+                s.queue_shared(pid, queue, key);
+                wake_idle(s, policy, Some(cpu));
+                wake_idle(s, policy, kick);
+                return;
+            }
+            Enqueue::Shared { slice_ns, .. } => {
+                s.stats.rejected += 1;
+                s.set_slice(pid, slice_ns);
+            }
+            Enqueue::Local { slice_ns } => s.set_slice(pid, slice_ns),
+        }
+    }
+    s.place(pid, cpu);
+    become_busy(s, policy, cpu);
+}
+
+/// A process went to a shared queue: `cpu`, if it names one that is idle, dispatches
+/// (`scx_bpf_kick_cpu`, or the wake-up of the CPU the process was enqueued on). A CPU out of
+/// range is refused (counted).
+fn wake_idle(s: &mut State<'_>, policy: &mut dyn Policy, cpu: Option<CpuId>) {
+    match cpu {
+        Some(c) if c >= s.w.cpus.len() => s.stats.rejected += 1,
+        Some(c) if s.w.cpus[c].current.is_none() => become_busy(s, policy, c),
+        _ => {}
     }
 }
 
@@ -1543,6 +1671,9 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
         return; // cpumask_equal: nothing to do
     }
     let dest = s.distribute(pid);
+    if s.w.shared_of.get(pid).is_some_and(Option::is_some) {
+        return; // in a shared queue: a CPU takes it only if it may run there
+    }
     let p = &s.w.procs[pid];
     let from = p.cpu;
     if s.w.may_run(pid, from) {
@@ -1705,8 +1836,11 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         after_stop(s, policy, cpu);
     } else if slice_left == 0 {
         s.w.procs[pid].slice_left_ns = s.slice_ns;
-        if s.w.cpus[cpu].queue.is_empty() {
+        let shared = !s.w.shared.is_empty();
+        if s.w.cpus[cpu].queue.is_empty() && !(shared && s.take_shared(policy, cpu)) {
             s.schedule_milestone(cpu);
+        } else if shared && slice_end_shared(s, policy, cpu, pid) {
+            // Gone to a shared queue; the CPU runs the one it took.
         } else {
             s.requeue_current(cpu);
             if s.lazy_node(pid).is_some() {
@@ -1725,6 +1859,39 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
     }
 }
 
+/// The end of `pid`'s slice on `cpu`, which has another process queued, under a policy with
+/// shared queues: its `enqueue` says where `pid` goes. A shared queue: `pid` leaves the CPU,
+/// which runs the next one, and true; its own runqueue: false (the slice-end rotation then
+/// requeues it at the tail, with the slice `enqueue` gave).
+fn slice_end_shared(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId, pid: Pid) -> bool {
+    match policy.enqueue(&s.view(), pid, cpu, EnqueueKind::SliceEnd) {
+        Enqueue::Shared {
+            queue,
+            key,
+            slice_ns,
+            kick,
+        } if queue < s.w.shared.len() => {
+            let pid = s.take_current(cpu);
+            s.leave_node(pid, cpu);
+            s.set_slice(pid, slice_ns);
+            s.queue_shared(pid, queue, key);
+            s.run_next(policy, cpu);
+            running_changed(s, policy, cpu);
+            wake_idle(s, policy, kick);
+            true
+        }
+        Enqueue::Shared { slice_ns, .. } => {
+            s.stats.rejected += 1;
+            s.set_slice(pid, slice_ns);
+            false
+        }
+        Enqueue::Local { slice_ns } => {
+            s.set_slice(pid, slice_ns);
+            false
+        }
+    }
+}
+
 /// The CPU's process stopped: run the next one, or let the policy act on the idle CPU and
 /// balance newly-idle, or go idle.
 fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
@@ -1738,7 +1905,7 @@ fn after_stop(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
         wake_receivers(s, policy, &received);
     }
     newidle_balance(s, policy, cpu);
-    s.dispatch(policy, cpu);
+    s.run_next(policy, cpu);
     refresh_balance_timer(s, policy, cpu);
 }
 
@@ -1770,7 +1937,11 @@ fn newidle_balance(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 /// The machine-wide callback of user-space balancers; rescheduled while work remains.
 fn global(s: &mut State<'_>, policy: &mut dyn Policy, period: u64) {
     if let Some(attempt) = policy.global_balance(&s.view()).as_ref() {
-        let received = s.apply(None, 0, 3, attempt);
+        // Charged to the CPU the policy names (its user-space thread's), if any.
+        let payer = policy
+            .global_charge_cpu(&s.view())
+            .filter(|&c| c < s.w.cpus.len());
+        let received = s.apply_for(None, payer, 0, 3, attempt);
         wake_receivers(s, policy, &received);
     }
     s.push(s.w.now + period, Event::Global);
@@ -1946,7 +2117,7 @@ fn wake_receivers_of(s: &mut State<'_>, policy: &mut dyn Policy, received: &[Cpu
         }
         if s.w.cpus[cpu].current.is_none() {
             newidle_balance(s, policy, cpu);
-            s.dispatch(policy, cpu);
+            s.run_next(policy, cpu);
             refresh_balance_timer(s, policy, cpu);
         }
     }

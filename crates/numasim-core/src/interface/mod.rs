@@ -18,7 +18,10 @@
 //!          ── balance(view, cpu, level, Periodic|NewIdle) ──► Attempt    (pulls/pushes/exchanges)
 //!          ── active_balance(view, busiest, target) ─────────► Attempt    (at once, or later:
 //!             active_balance_latency_ns)
-//!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style)
+//!          ── global_balance(view) every global_period_ns ──► Attempt    (machine-wide, scx-style;
+//!             its work charged to global_charge_cpu(view), if any)
+//!          ── enqueue(view, pid, cpu, why) (shared_queues() > 0) ► Local | Shared{queue, key}
+//!          ── dispatch(view, cpu, order) (shared_queues() > 0) ──► shared queues to take from
 //!          ── timeslice_ns(), slice_tick_ns(), tracks_pelt() ► slice, its tick, PELT kept or not
 //!          ── duty_cycle_half_life_ns() ──────────────────► per-task duty cycle kept or not
 //!          ── affinity_cpu(view, pid) when its CPU left its mask ► Distribute | To(cpu) | Hold
@@ -34,9 +37,10 @@
 //! far (load history); [`PageMove`] migrates pages and `first_touch_node` places them; space
 //! sharing (Koita et al.'s schemes) holds a process (placement `None`) until an attempt's `places` gives it a
 //! processor, typically from `cpu_idle`, and takes a processor back by holding its thread again
-//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance`, a
-//! per-task duty cycle (`duty_cycle_half_life_ns`) and moves applied at a process's next
-//! enqueue ([`LazyMove`]).
+//! (`holds`); user-space balancers (sched_ext's scx_rusty style) get `global_balance` (charged
+//! where `global_charge_cpu` says), a per-task duty cycle (`duty_cycle_half_life_ns`), moves
+//! applied at a process's next enqueue ([`LazyMove`]) and shared dispatch queues that any CPU
+//! takes from (`shared_queues`, `enqueue`, `dispatch`).
 
 mod columns;
 mod view;
@@ -83,6 +87,38 @@ pub struct Move {
 pub struct LazyMove {
     pub pid: Pid,
     pub node: usize,
+}
+
+/// Why a runnable process is enqueued ([`Policy::enqueue`]; sched_ext's `ops.enqueue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnqueueKind {
+    /// Created (or released before it ever ran): after `place_new`.
+    New,
+    /// Woken: after `place_wakeup`.
+    Wakeup,
+    /// Its slice ran out while its CPU had something else to run.
+    SliceEnd,
+}
+
+/// Where a runnable process goes ([`Policy::enqueue`]): its CPU's own runqueue or a shared
+/// dispatch queue (docs/engine.md, "Shared dispatch queues").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueue {
+    /// The tail of the CPU's own runqueue, as every policy without shared queues (sched_ext's
+    /// `SCX_DSQ_LOCAL`). `slice_ns`: the slice it gets when it next runs (`None`: what is left
+    /// of its slice, or a full one of [`Policy::timeslice_ns`] if none is left).
+    Local { slice_ns: Option<u64> },
+    /// Shared queue `queue` (`0..shared_queues()`), ordered by `key`, lower first; equal keys
+    /// in arrival order, so a constant key is FIFO (`scx_bpf_dsq_insert_vtime`,
+    /// `scx_bpf_dsq_insert`). It waits there runnable but on no CPU (no CPU's runqueue, no
+    /// node counts it) until a CPU's [`Policy::dispatch`] takes it. The CPU it was enqueued
+    /// on dispatches at once if it is idle, and so does `kick` (`scx_bpf_kick_cpu`).
+    Shared {
+        queue: usize,
+        key: u64,
+        slice_ns: Option<u64>,
+        kick: Option<CpuId>,
+    },
 }
 
 /// Where a process goes when a change of its allowed CPUs excludes its CPU
@@ -365,11 +401,46 @@ pub trait Policy: Send {
         None
     }
 
-    /// The machine-wide callback (its work is counted, not charged to a CPU: a user-space
-    /// balancer runs beside the workload).
+    /// The machine-wide callback (its work is counted, and charged to
+    /// [`Policy::global_charge_cpu`] if it names one).
     fn global_balance(&mut self, _view: &View<'_>) -> Option<Attempt> {
         None
     }
+
+    /// The CPU that pays for [`Policy::global_balance`]'s work (it stalls for the attempt's
+    /// costs, as the CPU a user-space balancer's thread runs on would), asked at each call;
+    /// `None` (the default): counted, charged to no CPU (the balancer runs beside the
+    /// workload at no cost to it).
+    fn global_charge_cpu(&self, _view: &View<'_>) -> Option<CpuId> {
+        None
+    }
+
+    /// How many shared dispatch queues the engine keeps for the policy (sched_ext's DSQs);
+    /// read once, when the run starts. 0 (the default): none, and [`Policy::enqueue`] and
+    /// [`Policy::dispatch`] are never asked.
+    fn shared_queues(&self) -> usize {
+        0
+    }
+
+    /// A runnable process is enqueued on `cpu` (policies with shared queues only): after
+    /// `place_new` or `place_wakeup` chose `cpu` (sched_ext's `ops.select_cpu` then
+    /// `ops.enqueue`), and at the end of its slice on `cpu` when the CPU has something else
+    /// to run (its runqueue is not empty, or [`Policy::dispatch`] found a task); with nothing
+    /// else it keeps running on a new slice and this is not asked (sched_ext without
+    /// `SCX_OPS_ENQ_LAST`). A shared queue out of range is refused (counted) and the process
+    /// goes to `cpu`'s runqueue. Default: `cpu`'s runqueue.
+    fn enqueue(&mut self, _view: &View<'_>, _pid: Pid, _cpu: CpuId, _why: EnqueueKind) -> Enqueue {
+        Enqueue::Local { slice_ns: None }
+    }
+
+    /// `cpu` needs a process and its runqueue is empty (it stopped its process, was woken or
+    /// kicked idle, or its running process's slice ran out): push onto `order` (empty at the
+    /// call) the shared queues to take from, in order (sched_ext's `ops.dispatch` with
+    /// `scx_bpf_dsq_move_to_local`). The engine takes, from the first queue that has one, the
+    /// first process in key order that may run on `cpu`, counted as a migration of kind
+    /// `pull` when `cpu` is not the one it last ran on (`placement` when it never ran and
+    /// `cpu` is not its parent's). Asked once each time; nothing by default.
+    fn dispatch(&mut self, _view: &View<'_>, _cpu: CpuId, _order: &mut Vec<usize>) {}
 
     /// The scheduler tick's per-task work on `cpu` (`sched_tick` → `task_tick_numa`), called at
     /// each of the CPU's periodic events ([`Policy::next_periodic_ns`]) before its balancing:

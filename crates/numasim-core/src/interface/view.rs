@@ -67,6 +67,12 @@ pub struct World<'a> {
     /// nothing kept per process).
     pub(crate) duty_half_life: Option<u64>,
     pub(crate) duty: Vec<crate::load::Ravg>,
+    /// The shared dispatch queues (`Policy::shared_queues`; none when the policy has none):
+    /// each its processes by (key, arrival sequence).
+    pub(crate) shared: Vec<std::collections::BTreeSet<(u64, u64, Pid)>>,
+    /// Per process, the queue it waits in and its place there (empty when there are no shared
+    /// queues: nothing kept per process).
+    pub(crate) shared_of: Vec<Option<(usize, u64, u64)>>,
 }
 
 impl World<'_> {
@@ -442,6 +448,31 @@ impl View<'_> {
     /// Number of threads in group `tgid`.
     pub fn group_threads(&self, tgid: usize) -> usize {
         self.groups[tgid].threads
+    }
+
+    /// How many shared dispatch queues the run keeps (`Policy::shared_queues`).
+    pub fn shared_queues(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// How many processes wait in shared queue `queue`.
+    pub fn shared_len(&self, queue: usize) -> usize {
+        self.shared[queue].len()
+    }
+
+    /// The processes waiting in shared queue `queue`, in the order CPUs take them (key, then
+    /// arrival).
+    pub fn shared_tasks(&self, queue: usize) -> impl DoubleEndedIterator<Item = Pid> + '_ {
+        self.shared[queue].iter().map(|&(_, _, pid)| pid)
+    }
+
+    /// The shared queue `pid` waits in, if it does.
+    pub fn shared_queue_of(&self, pid: Pid) -> Option<usize> {
+        self.shared_of
+            .get(pid)
+            .copied()
+            .flatten()
+            .map(|(q, _, _)| q)
     }
 
     /// Processes waiting for a processor (placement `None`), in pid order.

@@ -673,6 +673,31 @@ impl Policy for External {
         self.check_moves(view, "balance", None)
     }
 
+    fn global_charge_cpu(&self, view: &View<'_>) -> Option<CpuId> {
+        if self.hooks.period_ns.is_some() {
+            return None;
+        }
+        self.base.global_charge_cpu(view)
+    }
+
+    fn shared_queues(&self) -> usize {
+        self.base.shared_queues()
+    }
+
+    fn enqueue(
+        &mut self,
+        view: &View<'_>,
+        pid: Pid,
+        cpu: CpuId,
+        why: crate::interface::EnqueueKind,
+    ) -> crate::interface::Enqueue {
+        self.base.enqueue(view, pid, cpu, why)
+    }
+
+    fn dispatch(&mut self, view: &View<'_>, cpu: CpuId, order: &mut Vec<usize>) {
+        self.base.dispatch(view, cpu, order);
+    }
+
     fn tick(&mut self, view: &View<'_>, cpu: CpuId) -> Option<Attempt> {
         if self.hooks.balance_cpu.is_some() {
             return None;

@@ -16,7 +16,8 @@ pub mod space;
 pub mod thread_aware;
 
 pub use crate::interface::{
-    Attempt, BalanceKind, LazyMove, MigrationKind, Move, PageMove, Pid, Policy, PolicyContext,
+    Attempt, BalanceKind, Enqueue, EnqueueKind, LazyMove, MigrationKind, Move, PageMove, Pid,
+    Policy, PolicyContext,
 };
 
 use crate::error::InputError;
