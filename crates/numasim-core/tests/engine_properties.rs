@@ -14,7 +14,7 @@ mod common;
 use common::sound;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 11] = [
+const POLICIES: [&str; 13] = [
     "linux26",
     "linux",
     "linux:slice-us=100,nr-migrate=2",
@@ -26,6 +26,8 @@ const POLICIES: [&str; 11] = [
     "origin-aware",
     "origin-aware:v1=off,nearest=move",
     "origin-aware:v2=off,min-load=1.5",
+    "scx-rusty",
+    "scx-rusty:fifo=1,xnuma_greedy=2,interval_ms=30,tune_interval_ms=10,slice_us_overutil=5000",
 ];
 
 /// Each pair of values of any two assumptions appears in one of these.

@@ -39,10 +39,10 @@ pub mod load_balance;
 pub mod tuner;
 
 use crate::error::InputError;
-use crate::interface::{Attempt, BalanceKind, PState, Pid, Policy, PolicyContext, View};
-mod shim;
+use crate::interface::{
+    Attempt, BalanceKind, Enqueue, EnqueueKind, PState, Pid, Policy, PolicyContext, View,
+};
 use crate::machine::CpuId;
-use shim::{Enqueue, EnqueueKind, SharedView};
 
 use load_balance::{LbTask, DEFAULT_WEIGHT};
 use tuner::{TunerParams, Tuning};
@@ -620,57 +620,11 @@ impl Policy for ScxRusty {
         Some(self.o.load_half_life_ms * 1_000_000)
     }
 
-    fn global_period_ns(&self) -> Option<u64> {
-        Some(gcd(self.o.tune_interval_ms, self.o.interval_ms) * 1_000_000)
-    }
-
-    fn global_balance(&mut self, view: &View<'_>) -> Option<Attempt> {
-        let mut a = Attempt::default();
-        // main.rs's loop: the tuner first, then the balancer, each when due.
-        if view.now >= self.next_tune_ns {
-            self.tune(view);
-            a.rqs_examined += view.machine.cpus() as u32;
-            self.next_tune_ns += self.o.tune_interval_ms * 1_000_000;
-            if self.next_tune_ns < view.now {
-                self.next_tune_ns = view.now + self.o.tune_interval_ms * 1_000_000;
-            }
-        }
-        if view.now >= self.next_lb_ns {
-            a.tasks_examined += self.lb_step(view);
-            a.rqs_examined += self.nr_doms() as u32;
-            self.next_lb_ns += self.o.interval_ms * 1_000_000;
-            if self.next_lb_ns < view.now {
-                self.next_lb_ns = view.now + self.o.interval_ms * 1_000_000;
-            }
-        }
-        Some(a)
-    }
-
-    fn extra_metrics(&self) -> Vec<(String, f64)> {
-        let s = self.stats;
-        [
-            ("rusty_direct_dispatch", s.direct_dispatch),
-            ("rusty_dsq_dispatch", s.dsq_dispatch),
-            ("rusty_greedy_local", s.greedy_local),
-            ("rusty_greedy_xnuma", s.greedy_xnuma),
-            ("rusty_load_balance", s.load_balance),
-            ("rusty_repatriate", s.repatriate),
-            ("rusty_kick_greedy", s.kick_greedy),
-            ("rusty_lb_transfers", s.transfers),
-            ("rusty_lb_rounds", s.lb_rounds),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v as f64))
-        .collect()
-    }
-}
-
-impl ScxRusty {
-    pub fn shared_queues(&self) -> usize {
+    fn shared_queues(&self) -> usize {
         self.nr_doms()
     }
 
-    pub fn enqueue(&mut self, view: &View<'_>, pid: Pid, cpu: CpuId, why: EnqueueKind) -> Enqueue {
+    fn enqueue(&mut self, view: &View<'_>, pid: Pid, cpu: CpuId, why: EnqueueKind) -> Enqueue {
         let n = view.machine.cpus();
         if !matches!(why, EnqueueKind::New) {
             self.account_run(view, pid, matches!(why, EnqueueKind::Wakeup));
@@ -753,7 +707,7 @@ impl ScxRusty {
         }
     }
 
-    pub fn dispatch(&mut self, view: &View<'_>, cpu: CpuId, order: &mut Vec<usize>) {
+    fn dispatch(&mut self, view: &View<'_>, cpu: CpuId, order: &mut Vec<usize>) {
         let curr = self.cpu_dom[cpu];
         if let Some(pid) = Self::first_runnable(view, curr, cpu) {
             self.stats.dsq_dispatch += 1;
@@ -799,7 +753,7 @@ impl ScxRusty {
         }
     }
 
-    pub fn global_charge_cpu(&self, view: &View<'_>) -> Option<CpuId> {
+    fn global_charge_cpu(&self, view: &View<'_>) -> Option<CpuId> {
         // rusty's user-space thread is a task rusty itself places: on an idle CPU when
         // there is one (rusty_select_cpu), the lowest here; else CPU 0, where it started.
         Some(
@@ -807,5 +761,49 @@ impl ScxRusty {
                 .find(|&c| view.idle(c))
                 .unwrap_or(0),
         )
+    }
+
+    fn global_period_ns(&self) -> Option<u64> {
+        Some(gcd(self.o.tune_interval_ms, self.o.interval_ms) * 1_000_000)
+    }
+
+    fn global_balance(&mut self, view: &View<'_>) -> Option<Attempt> {
+        let mut a = Attempt::default();
+        // main.rs's loop: the tuner first, then the balancer, each when due.
+        if view.now >= self.next_tune_ns {
+            self.tune(view);
+            a.rqs_examined += view.machine.cpus() as u32;
+            self.next_tune_ns += self.o.tune_interval_ms * 1_000_000;
+            if self.next_tune_ns < view.now {
+                self.next_tune_ns = view.now + self.o.tune_interval_ms * 1_000_000;
+            }
+        }
+        if view.now >= self.next_lb_ns {
+            a.tasks_examined += self.lb_step(view);
+            a.rqs_examined += self.nr_doms() as u32;
+            self.next_lb_ns += self.o.interval_ms * 1_000_000;
+            if self.next_lb_ns < view.now {
+                self.next_lb_ns = view.now + self.o.interval_ms * 1_000_000;
+            }
+        }
+        Some(a)
+    }
+
+    fn extra_metrics(&self) -> Vec<(String, f64)> {
+        let s = self.stats;
+        [
+            ("rusty_direct_dispatch", s.direct_dispatch),
+            ("rusty_dsq_dispatch", s.dsq_dispatch),
+            ("rusty_greedy_local", s.greedy_local),
+            ("rusty_greedy_xnuma", s.greedy_xnuma),
+            ("rusty_load_balance", s.load_balance),
+            ("rusty_repatriate", s.repatriate),
+            ("rusty_kick_greedy", s.kick_greedy),
+            ("rusty_lb_transfers", s.transfers),
+            ("rusty_lb_rounds", s.lb_rounds),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v as f64))
+        .collect()
     }
 }
