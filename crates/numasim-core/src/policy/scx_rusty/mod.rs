@@ -807,3 +807,43 @@ impl Policy for ScxRusty {
         .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_default_to_the_sources_and_name_their_units() {
+        assert_eq!(Options::parse("o", &[]).unwrap(), Options::default());
+        let o = Options::parse(
+            "o",
+            &[
+                ("interval_ms", "500"),
+                ("xnuma_greedy", "2"),
+                ("fifo", "1"),
+                ("xfer", "current"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (o.interval_ms, o.xnuma_greedy, o.fifo, o.xfer),
+            (500, 2, true, Xfer::Current)
+        );
+        let err = Options::parse("--policy", &[("interval_ms", "0")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--policy: scx-rusty option 'interval_ms' must be a whole number > 0, not '0'"
+        );
+        assert!(Options::parse("o", &[("slice", "1")]).is_err());
+    }
+
+    #[test]
+    fn the_deadline_of_latency_priority_0_scales_the_average_run_by_100_over_18() {
+        // sched_prio_to_weight[39 − 0 − 1] = 18: 9 ms of average run → 50 ms.
+        assert_eq!(ScxRusty::compute_dl(9_000_000), 50_000_000);
+        // calc_avg: ¾ old + ¼ new in integers.
+        assert_eq!(calc_avg(100, 20), 80);
+        assert!(time_before(5, 6) && !time_before(6, 5));
+        assert!(!time_before(0, 0_u64.wrapping_sub(20_000_000)));
+    }
+}
