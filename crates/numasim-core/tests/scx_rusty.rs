@@ -172,3 +172,26 @@ fn with_two_domains_the_cursor_keeps_one_cpu_from_ever_stealing_across_nodes() {
             > 990.0
     );
 }
+
+#[test]
+fn a_task_whose_affinity_changes_in_its_domain_queue_is_enqueued_again_in_its_new_domain() {
+    // Pid 0 (300 ms) runs on CPU 1 (domain 1), pid 1 (300 ms) on CPU 0 (domain 0); pid 2
+    // (100 ms, domain 1) waits in domain 1's queue. At 10 ms it may run on CPU 0 only: it is
+    // taken out and enqueued again (rusty_set_cpumask picks domain 0, the only one it may run
+    // in), and CPU 0 takes it at the end of pid 1's slice, at 20 ms. Left in domain 1's queue
+    // it could never run (CPU 1 passes over it).
+    let mut w = cpu_bound(&[300, 300, 100]);
+    w.processes[2].affinity = vec![numasim_core::workload::AffinityChange {
+        at_ns: 10_000_000,
+        cpus: numasim_core::workload::CpuList(vec![0]),
+    }];
+    let r = run(w, "scx-rusty");
+    let p2 = &r.processes[2];
+    assert_eq!(p2.most_node, 0);
+    assert!(
+        p2.first_run_ms >= 20.0 && p2.first_run_ms < 21.0,
+        "{}",
+        p2.first_run_ms
+    );
+    assert!(p2.completion_ms < 250.0, "{}", p2.completion_ms);
+}

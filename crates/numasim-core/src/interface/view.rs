@@ -177,6 +177,17 @@ impl View<'_> {
         self.cpus[cpu].current.is_none() && self.cpus[cpu].queue.is_empty()
     }
 
+    /// The time `cpu` has had a process running since the run started, up to now (what the
+    /// run's utilisation per CPU sums): a policy that samples it periodically gets each CPU's
+    /// utilisation over its period, as sched_ext schedulers measure it.
+    pub fn cpu_busy_ns(&self, cpu: CpuId) -> u64 {
+        let c = &self.cpus[cpu];
+        match c.current {
+            Some(_) => c.busy_ns + self.now.saturating_sub(c.acct_ns),
+            None => c.busy_ns,
+        }
+    }
+
     /// Instantaneous load: `NICE_0_LOAD` × nr_running (`raw_weighted_load`).
     pub fn raw_load(&self, cpu: CpuId) -> u64 {
         NICE_0_LOAD * self.nr_running(cpu) as u64
@@ -406,18 +417,6 @@ impl View<'_> {
             accounted + self.now.saturating_sub(c.acct_ns)
         } else {
             accounted
-        }
-    }
-
-    /// The time `cpu` has spent running processes up to now (their stalls on it included; its
-    /// idle time and balancing work while idle not): what a user-space tuner reads as the
-    /// CPU's busy time in /proc/stat, for its utilisation over an interval.
-    pub fn cpu_busy_ns(&self, cpu: CpuId) -> u64 {
-        let c = &self.cpus[cpu];
-        if c.current.is_some() {
-            c.busy_ns + self.now.saturating_sub(c.acct_ns)
-        } else {
-            c.busy_ns
         }
     }
 

@@ -627,7 +627,13 @@ impl Policy for ScxRusty {
     fn enqueue(&mut self, view: &View<'_>, pid: Pid, cpu: CpuId, why: EnqueueKind) -> Enqueue {
         let n = view.machine.cpus();
         if !matches!(why, EnqueueKind::New) {
-            self.account_run(view, pid, matches!(why, EnqueueKind::Wakeup));
+            // A re-enqueue after an affinity change passes through quiescent and runnable.
+            let waking = matches!(why, EnqueueKind::Wakeup | EnqueueKind::Affinity);
+            self.account_run(view, pid, waking);
+        }
+        if matches!(why, EnqueueKind::Affinity) {
+            // rusty_set_cpumask, before the enqueue that follows it.
+            self.pick_and_set_domain(view, pid, cpu);
         }
         let slice = self.slice_ns();
         let mut kick = None;
@@ -686,19 +692,25 @@ impl Policy for ScxRusty {
             }
             t.deadline
         };
+        let mut greedy_kick = None;
         if self.tasks[pid].all_cpus {
             let greedy: Vec<bool> = (0..n)
                 .map(|c| self.tuning.kick_greedy[c] && view.idle(c))
                 .collect();
-            if let Some(c) = distribute(&mut self.distribute_prev[cpu], n, |c| greedy[c]) {
+            greedy_kick = distribute(&mut self.distribute_prev[cpu], n, |c| greedy[c]);
+            if greedy_kick.is_some() {
                 self.stats.kick_greedy += 1;
-                // One kick reaches the engine: the domestic one when it finds its CPU
-                // idle (it dispatches from the task's domain first), else the greedy one.
-                if kick.is_none_or(|k| !view.idle(k)) {
-                    kick = Some(c);
-                }
             }
         }
+        // One kick reaches the engine: the first idle of the domestic one (transfer or
+        // repatriation: it dispatches from the task's domain first), after an affinity change
+        // the CPU the task is enqueued on (the kernel wakes that runqueue; the engine, for
+        // other enqueues, does it itself), and the greedy one.
+        let requeued = matches!(why, EnqueueKind::Affinity).then_some(cpu);
+        let kick = [kick, requeued, greedy_kick]
+            .into_iter()
+            .flatten()
+            .find(|&c| view.idle(c));
         Enqueue::Shared {
             queue: dom,
             key,
