@@ -5,6 +5,8 @@
 //! because 6.x levels carry no 2.6 `SD_LOAD_BALANCE`). The workload here is imbalanced on
 //! purpose: every process is spawned on node 0 and they arrive over a second with different
 //! demands, so runqueues drift apart after fork placement and only balancing evens them out.
+//! A policy with shared dispatch queues balances by the tasks its CPUs take from queues other
+//! CPUs filled; it must move some.
 
 use numasim_core::config::EngineConfig;
 use numasim_core::domains::{BuildOptions, Builder};
@@ -49,6 +51,27 @@ fn check_machine(machine: &str, m: &Machine, w: &Workload, failures: &mut Vec<St
                 .filter(|(kind, _)| kind != "placement" && kind != "wakeup")
                 .map(|(_, n)| n)
                 .sum();
+            // A policy whose CPUs take from shared dispatch queues (sched_ext's) balances when
+            // they take from queues other CPUs filled, not by periodic attempts over domains:
+            // it must move tasks, not balance levels.
+            let config = EngineConfig::default();
+            let ctx = numasim_core::interface::PolicyContext {
+                machine: m,
+                domains: &d,
+                config: &config,
+            };
+            let shared = numasim_core::policy::by_name(policy, &ctx)
+                .unwrap()
+                .shared_queues()
+                > 0;
+            if shared {
+                if balancing_moves == 0 {
+                    failures.push(format!(
+                        "{machine}: {policy} over {builder}: no task taken from another CPU"
+                    ));
+                }
+                continue;
+            }
             // Every level of the hierarchy must get periodic attempts somewhere on the machine.
             let levels = d.cpus.iter().map(Vec::len).max().unwrap_or(0);
             let idle_levels: Vec<usize> = (0..levels)
