@@ -352,6 +352,20 @@ impl ScxRusty {
         t.deadline = t.vtime + t.avg_runtime * 100 / TASK_WEIGHT;
     }
 
+    /// `rusty_set_cpumask` for a change of `pid`'s allowed CPUs the policy was not told of (it
+    /// ran or slept through it): seen at its next wake-up or enqueue, when the domains it may
+    /// run in changed.
+    fn refresh_cpumask(&mut self, view: &View<'_>, pid: Pid, caller: CpuId) {
+        if !view.any_affinity() {
+            return;
+        }
+        let (mask, all) = self.dom_mask_of(view, pid);
+        let t = &self.tasks[pid];
+        if mask != t.dom_mask || all != t.all_cpus {
+            self.pick_and_set_domain(view, pid, caller);
+        }
+    }
+
     /// `task_compute_dl` at latency priority 0.
     fn compute_dl(avg_runtime: u64) -> u64 {
         avg_runtime * 100 / LAT_SCALE_PRIO_0
@@ -587,14 +601,7 @@ impl Policy for ScxRusty {
     }
 
     fn place_wakeup(&mut self, view: &View<'_>, pid: Pid, prev_cpu: CpuId) -> Option<CpuId> {
-        if view.any_affinity() {
-            let (mask, all) = self.dom_mask_of(view, pid);
-            let t = &self.tasks[pid];
-            if mask != t.dom_mask || all != t.all_cpus {
-                // rusty_set_cpumask
-                self.pick_and_set_domain(view, pid, prev_cpu);
-            }
-        }
+        self.refresh_cpumask(view, pid, prev_cpu);
         Some(self.select_cpu(view, pid, prev_cpu))
     }
 
@@ -634,6 +641,8 @@ impl Policy for ScxRusty {
         if matches!(why, EnqueueKind::Affinity) {
             // rusty_set_cpumask, before the enqueue that follows it.
             self.pick_and_set_domain(view, pid, cpu);
+        } else {
+            self.refresh_cpumask(view, pid, cpu);
         }
         let slice = self.slice_ns();
         let mut kick = None;
