@@ -220,8 +220,8 @@ def test_dask_local_cluster_gives_the_local_results(run, tmp_path, local_cluster
         (
             ('"linux26@flat"', '"cfs@flat"'),
             "unknown policy 'cfs'; choose one of linux26, linux, origin-aware, capability-aware, "
-            "thread-aware, memory-aware, node-push, scx-lavd, fr-dist, fh-dist, fp-dist, hb-dist, "
-            "hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
+            "thread-aware, memory-aware, node-push, scx-rusty, scx-lavd, fr-dist, fh-dist, "
+            "fp-dist, hb-dist, hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
         ),
         (
             ('"linux26@flat"', '"origin-aware:v3=on@flat"'),

@@ -35,8 +35,9 @@ CMP = ["compare", "--machine", "hp-superdome-4", "--replications", "2"]
          "machine must be a Machine (e.g. numasim.Machine.preset('mehta-m1')), not NoneType None"),
         (lambda: simulate(M3, "n=5", policy="cfs"), numasim.InputError,
          "policy: unknown policy 'cfs'; choose one of linux26, linux, origin-aware, "
-         "capability-aware, thread-aware, memory-aware, node-push, scx-lavd, fr-dist, fh-dist, "
-         "fp-dist, hb-dist, hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim"),
+         "capability-aware, thread-aware, memory-aware, node-push, scx-rusty, scx-lavd, "
+         "fr-dist, fh-dist, fp-dist, hb-dist, hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, "
+         "equi, dyn, lim"),
         (lambda: simulate(M3, "n=5", domains="three"), numasim.InputError,
          "domains: unknown domain builder 'three'; choose one of flat, node-only, two-level, "
          "multilevel, linux"),

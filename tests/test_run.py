@@ -124,8 +124,9 @@ HEADER = "pid,tgid,arrival_ns,demand_ns,kind,mem,spawn_cpu,burst_mean_ns,wait_me
         (
             ["--workload", "n=5", "--policy", "cfs"],
             "--policy: unknown policy 'cfs'; choose one of linux26, linux, origin-aware, "
-            "capability-aware, thread-aware, memory-aware, node-push, scx-lavd, fr-dist, fh-dist, "
-            "fp-dist, hb-dist, hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, equi, dyn, lim",
+            "capability-aware, thread-aware, memory-aware, node-push, scx-rusty, scx-lavd, "
+            "fr-dist, fh-dist, fp-dist, hb-dist, hs-dist, fr-con, fh-con, fp-con, hb-con, hs-con, "
+            "equi, dyn, lim",
         ),
         (
             ["--workload", "n=5", "--policy", "linux:colour=red"],

@@ -26,6 +26,8 @@ const POLICIES: [&str; 13] = [
     "origin-aware",
     "origin-aware:v1=off,nearest=move",
     "origin-aware:v2=off,min-load=1.5",
+    "scx-rusty",
+    "scx-rusty:fifo=1,xnuma_greedy=2,interval_ms=30,tune_interval_ms=10,slice_us_overutil=5000",
     "scx-lavd",
     "scx-lavd:dist=slit,mig-delta-pct=10,lb-low-util-pct=0,slice-us=3500",
 ];

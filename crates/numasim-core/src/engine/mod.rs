@@ -1688,8 +1688,36 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
         return; // cpumask_equal: nothing to do
     }
     let dest = s.distribute(pid);
-    if s.w.shared_of.get(pid).is_some_and(Option::is_some) {
-        return; // in a shared queue: a CPU takes it only if it may run there
+    if let Some(Some((queue, key, seq))) = s.w.shared_of.get(pid).copied() {
+        // In a shared queue: taken out and enqueued again (sched_setaffinity's dequeue, then
+        // enqueue after ops.set_cpumask), on its CPU if it may still run there, else on the
+        // destination. Only the answer's kick wakes a CPU: a CPU that cannot take it passes
+        // over it, and one that could learns of it only if told.
+        s.w.shared[queue].remove(&(key, seq, pid));
+        s.w.shared_of[pid] = None;
+        let prev = s.w.procs[pid].cpu;
+        let cpu = if s.w.may_run(pid, prev) { prev } else { dest };
+        match policy.enqueue(&s.view(), pid, cpu, EnqueueKind::Affinity) {
+            Enqueue::Shared {
+                queue,
+                key,
+                slice_ns,
+                kick,
+            } if queue < s.w.shared.len() => {
+                s.set_slice(pid, slice_ns);
+                s.queue_shared(pid, queue, key);
+                wake_idle(s, policy, kick);
+                return;
+            }
+            Enqueue::Shared { slice_ns, .. } => {
+                s.stats.rejected += 1;
+                s.set_slice(pid, slice_ns);
+            }
+            Enqueue::Local { slice_ns } => s.set_slice(pid, slice_ns),
+        }
+        s.place(pid, cpu);
+        become_busy(s, policy, cpu);
+        return;
     }
     let p = &s.w.procs[pid];
     let from = p.cpu;

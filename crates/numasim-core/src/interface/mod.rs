@@ -98,6 +98,10 @@ pub enum EnqueueKind {
     Wakeup,
     /// Its slice ran out while its CPU had something else to run.
     SliceEnd,
+    /// Its allowed CPUs changed while it waited in a shared queue: taken out and enqueued
+    /// again, as `sched_setaffinity` dequeues a queued task and enqueues it after
+    /// `ops.set_cpumask` (docs/engine.md, "Shared dispatch queues").
+    Affinity,
 }
 
 /// Where a runnable process goes ([`Policy::enqueue`]): its CPU's own runqueue or a shared
@@ -427,7 +431,9 @@ pub trait Policy: Send {
     /// `ops.enqueue`), and at the end of its slice on `cpu` when the CPU has something else
     /// to run (its runqueue is not empty, or [`Policy::dispatch`] found a task); with nothing
     /// else it keeps running on a new slice and this is not asked (sched_ext without
-    /// `SCX_OPS_ENQ_LAST`). A shared queue out of range is refused (counted) and the process
+    /// `SCX_OPS_ENQ_LAST`); and again when its allowed CPUs change while it waits in a shared
+    /// queue (`EnqueueKind::Affinity`: out of the queue, enqueued on its CPU if it may still run
+    /// there, else on the engine's destination; only the answer's `kick` wakes a CPU). A shared queue out of range is refused (counted) and the process
     /// goes to `cpu`'s runqueue. Default: `cpu`'s runqueue.
     fn enqueue(&mut self, _view: &View<'_>, _pid: Pid, _cpu: CpuId, _why: EnqueueKind) -> Enqueue {
         Enqueue::Local { slice_ns: None }

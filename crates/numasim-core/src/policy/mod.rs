@@ -12,6 +12,7 @@ pub mod memory_aware;
 pub mod node_push;
 pub mod origin_aware;
 pub mod scx_lavd;
+pub mod scx_rusty;
 pub mod space;
 pub mod thread_aware;
 
@@ -32,7 +33,7 @@ pub struct PolicyInfo {
 }
 
 /// Every policy, by name.
-pub const POLICIES: [PolicyInfo; 21] = [
+pub const POLICIES: [PolicyInfo; 22] = [
     PolicyInfo {
         name: "linux26",
         description: "Linux 2.6.18 O(1) scheduler and sched-domain load balancer",
@@ -95,6 +96,19 @@ pub const POLICIES: [PolicyInfo; 21] = [
         reference: "sched-ext/scx, scheds/rust/scx_rusty/src/load_balance.rs (push/pull \
                     domains, load_imbal_high_ratio 0.17, half the imbalance transferred)",
         default_domains: "two-level",
+    },
+    PolicyInfo {
+        name: "scx-rusty",
+        description: "sched_ext's scx_rusty: per-domain (per-node) dispatch queues by deadline \
+                      or FIFO, idle CPUs stealing from other domains, a tuner every 100 ms \
+                      (greedy CPU masks, 20 ms / 1 ms slice) and a user-space balancer every \
+                      2 s moving tasks between nodes then domains by duty cycle; options \
+                      interval_ms, tune_interval_ms, slice_us, slice_us_overutil, \
+                      greedy_threshold, xnuma_greedy, fifo, direct_greedy_under, \
+                      kick_greedy_under, direct_greedy_numa, load_half_life_ms, balance_load, \
+                      xfer",
+        reference: "sched-ext/scx scheds/rust/scx_rusty (commit 7a58a3a)",
+        default_domains: "flat",
     },
     PolicyInfo {
         name: "scx-lavd",
@@ -233,6 +247,7 @@ enum Spec {
     MemoryAware,
     OriginAware(origin_aware::Options),
     NodePush(node_push::Options),
+    ScxRusty(scx_rusty::Options),
     ScxLavd(scx_lavd::Options),
     CapabilityAware(capability_aware::PlaceScope),
     Space(&'static str),
@@ -266,6 +281,7 @@ fn parse(origin: &str, spec: &str) -> Result<Spec, InputError> {
         "memory-aware" => no_options(name).map(|()| Spec::MemoryAware),
         "origin-aware" => origin_aware::Options::parse(origin, &pairs).map(Spec::OriginAware),
         "node-push" => node_push::Options::parse(origin, &pairs).map(Spec::NodePush),
+        "scx-rusty" => scx_rusty::Options::parse(origin, &pairs).map(Spec::ScxRusty),
         "scx-lavd" => scx_lavd::Options::parse(origin, &pairs).map(Spec::ScxLavd),
         "capability-aware" => {
             capability_aware::PlaceScope::parse(origin, &pairs).map(Spec::CapabilityAware)
@@ -304,6 +320,7 @@ pub fn by_name(spec: &str, ctx: &PolicyContext<'_>) -> Result<Box<dyn Policy>, I
         Spec::MemoryAware => Box::new(memory_aware::new(ctx)),
         Spec::OriginAware(o) => Box::new(origin_aware::OriginAware::new(ctx, o)),
         Spec::NodePush(o) => Box::new(node_push::NodePush::new(ctx, o)),
+        Spec::ScxRusty(o) => Box::new(scx_rusty::ScxRusty::new(ctx, o)),
         Spec::ScxLavd(o) => {
             o.check("--policy", ctx)?;
             Box::new(scx_lavd::ScxLavd::new(ctx, o))
