@@ -14,7 +14,7 @@ mod common;
 use common::sound;
 
 /// Every policy, some with options.
-const POLICIES: [&str; 13] = [
+const POLICIES: [&str; 15] = [
     "linux26",
     "linux",
     "linux:slice-us=100,nr-migrate=2",

@@ -401,3 +401,44 @@ fn processes_no_cpu_takes_end_a_run_with_a_machine_wide_callback_after_30_s() {
     // Stalled from the first call (1 s): the error comes at the call 30 s later.
     assert_eq!(p.seen.len(), 30);
 }
+
+fn fifo_kick_1_slice_1ms(_: Pid, _: EnqueueKind) -> Enqueue {
+    Enqueue::Shared {
+        queue: 0,
+        key: 0,
+        slice_ns: Some(1_000_000),
+        kick: Some(1),
+    }
+}
+
+#[test]
+fn a_run_whose_processes_all_stay_stalled_ends_with_an_error() {
+    // Two nodes 20 apart, a CPU each; a refill of 1 ms per SLIT unit (20 ms across), slices of
+    // 1 ms and a FIFO queue both CPUs take from: the three processes change CPU at almost every
+    // slice and each slice is spent refilling. The run would go on forever; it ends once no
+    // process has progressed for 60 s of simulated time. So it does with numasim's usual 50 µs
+    // per unit (1 ms across: no slice outlasts its refill); with 20 µs (0.4 ms) it ends.
+    let w = workload(vec![proc(0, 0, 100, 0), proc(1, 0, 100, 0), proc(2, 0, 100, 0)]);
+    let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
+    let d = Builder::Flat.build(&m, &BuildOptions::default());
+    let slow = EngineConfig {
+        refill_per_distance_ns: 1_000_000,
+        ..free()
+    };
+    let mut p = Probe::new(1, fifo_kick_1_slice_1ms);
+    let e = engine::run(&m, &d, &w, &mut p, &slow).unwrap_err();
+    assert!(e.to_string().contains("no process made progress for 60 s"), "{e}");
+    let usual = EngineConfig {
+        refill_per_distance_ns: 50_000,
+        ..free()
+    };
+    let mut p = Probe::new(1, fifo_kick_1_slice_1ms);
+    assert!(engine::run(&m, &d, &w, &mut p, &usual).is_err());
+    let short = EngineConfig {
+        refill_per_distance_ns: 20_000,
+        ..free()
+    };
+    let mut p = Probe::new(1, fifo_kick_1_slice_1ms);
+    let r = engine::run(&m, &d, &w, &mut p, &short).unwrap();
+    assert!(r.summary.makespan_ms > 150.0 && r.summary.makespan_ms < 1000.0);
+}

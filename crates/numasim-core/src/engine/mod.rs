@@ -257,7 +257,17 @@ struct State<'a> {
     stalled_since: Option<u64>,
     /// Why the run cannot go on (the watchdog fired), reported after the event.
     stalled: Option<InputError>,
+    /// How many accountings credited work (`advance`): `drive`'s livelock check compares it.
+    progress: u64,
+    /// The count that check saw last, and since when it has seen it unchanged with the
+    /// machine running (`None`: it changed, or the machine was seen running nothing).
+    progress_seen: (u64, Option<u64>),
 }
+
+/// How long a run may go with processes running but none making progress (every running one
+/// stalled: cache refills and balancing work that outlast its slices), as seen every
+/// `WATCH_EVERY_EVENTS` events, before it ends with an error rather than run forever.
+const NO_PROGRESS_NS: u64 = 60_000_000_000;
 
 /// How long processes may wait in shared queues with every CPU idle before the run ends with
 /// an error: sched_ext's watchdog timeout (`SCX_WATCHDOG_MAX_TIMEOUT`, 30 s), after which the
@@ -449,6 +459,7 @@ impl<'a> State<'a> {
         p.remaining -= work;
         p.burst_left -= work;
         p.work_done += work;
+        self.progress += u64::from(work > 0.0);
         let wall = now - from;
         match p
             .run_ns_by_node
@@ -1203,6 +1214,8 @@ impl<'a> State<'a> {
             shared_order: Vec::new(),
             stalled_since: None,
             stalled: None,
+            progress: 0,
+            progress_seen: (0, None),
         }
     }
 }
@@ -1385,6 +1398,24 @@ fn drive(
         if s.events_processed & (WATCH_EVERY_EVENTS - 1) == 0 {
             if let Some(e) = policy.failure() {
                 return Err(e);
+            }
+            if s.progress != s.progress_seen.0 {
+                s.progress_seen = (s.progress, None);
+            } else if s.w.cpus.iter().all(|c| c.current.is_none()) {
+                s.progress_seen.1 = None; // nothing running: waiting, not a livelock
+            } else if s.w.now - *s.progress_seen.1.get_or_insert(s.w.now) > NO_PROGRESS_NS {
+                return Err(InputError::new(
+                    format!("policy {}", policy.name()),
+                    format!(
+                        "no process made progress for {} s of simulated time at {:.0} ms, with \
+                         {} of {n} processes unfinished: the CPUs spent it stalled (cache \
+                         refills after migrations, or balancing work, that outlast the slices; \
+                         docs/engine.md, \"Stalls\")",
+                        NO_PROGRESS_NS / 1_000_000_000,
+                        s.w.now as f64 / 1e6,
+                        n - s.done
+                    ),
+                ));
             }
             if let Some(w) = watch.as_deref_mut() {
                 let progress = Progress {
