@@ -418,7 +418,11 @@ fn a_run_whose_processes_all_stay_stalled_ends_with_an_error() {
     // slice and each slice is spent refilling. The run would go on forever; it ends once no
     // process has progressed for 60 s of simulated time. So it does with numasim's usual 50 µs
     // per unit (1 ms across: no slice outlasts its refill); with 20 µs (0.4 ms) it ends.
-    let w = workload(vec![proc(0, 0, 100, 0), proc(1, 0, 100, 0), proc(2, 0, 100, 0)]);
+    let w = workload(vec![
+        proc(0, 0, 100, 0),
+        proc(1, 0, 100, 0),
+        proc(2, 0, 100, 0),
+    ]);
     let m = testutils::machine(&testutils::two_level_table(2, 20), 1);
     let d = Builder::Flat.build(&m, &BuildOptions::default());
     let slow = EngineConfig {
@@ -427,7 +431,10 @@ fn a_run_whose_processes_all_stay_stalled_ends_with_an_error() {
     };
     let mut p = Probe::new(1, fifo_kick_1_slice_1ms);
     let e = engine::run(&m, &d, &w, &mut p, &slow).unwrap_err();
-    assert!(e.to_string().contains("no process made progress for 60 s"), "{e}");
+    assert!(
+        e.to_string().contains("no process made progress for 60 s"),
+        "{e}"
+    );
     let usual = EngineConfig {
         refill_per_distance_ns: 50_000,
         ..free()
