@@ -510,8 +510,10 @@ def _sweep_plot(fig: Any, exp: Experiment, s: pd.DataFrame, g: pd.DataFrame,
     # One legend for both panels (a policy has the same style on each), outside the axes.
     handles, labels = ax1.get_legend_handles_labels()
     extra = ax2.get_legend_handles_labels()
+    # Four columns fit the figure's width with short labels; long ones (options) take three.
+    wide = max(len(label) for label in labels + extra[1]) > 32
     fig.legend(handles + extra[0], labels + extra[1], loc="outside lower center",
-               ncol=min(k + len(extra[0]), 4), frameon=False)  # fmt: skip
+               ncol=min(k + len(extra[0]), 3 if wide else 4), frameon=False)  # fmt: skip
 
 
 def _overlay_published(ax: Any, exp: Experiment, g: pd.DataFrame) -> None:
