@@ -5,7 +5,6 @@ nothing says it shows (computed from its numbers)."""
 from __future__ import annotations
 
 import json
-import tomllib
 
 import pandas as pd
 import pytest
@@ -14,19 +13,17 @@ from numasim import experiment as ex
 from numasim._core import InputError
 from numasim.machine import Machine
 
-SCX_VARIANTS = ["scx-rusty", "scx-rusty:interval_ms=500", "scx-rusty:interval_ms=2000",
-                "scx-rusty:interval_ms=8000", "scx-rusty:xnuma_greedy=1", "scx-lavd",
-                "scx-lavd:dist=slit"]  # fmt: skip
+SCX_VARIANTS = ["scx-rusty", "scx-rusty:interval_ms=500", "scx-rusty:interval_ms=8000",
+                "scx-rusty:xnuma_greedy=4,slice_us_overutil=5000", "scx-rusty:xfer=current",
+                "scx-lavd", "scx-lavd:dist=slit"]  # fmt: skip
 
 
-def test_the_shipped_file_loads_with_the_linux_variants_active():
+def test_the_shipped_file_loads_with_every_variant():
     exp = ex.load("sched-ext-numa")
     assert exp.machines == ["numa-4x8", "mehta-m1", "two-socket-2x16"]
     assert exp.baseline.label == "linux@linux"
-    # The linux variant alone, or with the sched_ext variants once their line is enabled.
     labels = [v.label for v in exp.policies]
-    assert labels in (["linux:numa_balancing=off@linux"],
-                      ["linux:numa_balancing=off@linux", *SCX_VARIANTS])  # fmt: skip
+    assert labels == ["linux:numa_balancing=off@linux", *SCX_VARIANTS]
     assert exp.profile == "kernel26"
     assert exp.metric == "mean_tat_ms"
     assert exp.metrics == ["makespan_ms", "cross_node_migrations_per_s", "remote_share"]
@@ -44,13 +41,11 @@ def test_the_shipped_file_loads_with_the_linux_variants_active():
     assert {Machine.load(m).info["cpus"].__len__() for m in exp.machines} == {32}
 
 
-def test_the_sched_ext_variants_are_one_line_of_the_policies():
-    text = (ex.experiments_dir() / "sched-ext-numa.toml").read_text()
-    scx = [line for line in text.splitlines() if line.lstrip("# ").startswith('"scx-')]
-    assert len(scx) == 1
-    # Enabled (the "# " removed, or already), the line makes nine variants with the baseline.
-    enabled = tomllib.loads(text.replace(scx[0], scx[0].removeprefix("# ")))
-    assert enabled["policies"] == ["linux:numa_balancing=off@linux", *SCX_VARIANTS]
+def test_the_sched_ext_variants_are_registered_policies_with_known_options():
+    for spec in SCX_VARIANTS:
+        assert _core.check_policy("test", spec) == spec.split(":")[0]
+    with pytest.raises(InputError, match="xnuma_greedy"):
+        _core.check_policy("test", "scx-rusty:xnuma_greedy=many")
 
 
 def test_the_two_socket_machine():
