@@ -765,6 +765,32 @@ impl<'a> State<'a> {
         }
     }
 
+    /// Reads the policy's `enqueue` answer for `pid`, setting the slice it gives:
+    /// `Some((queue, key, kick))` for a shared queue that exists, `None` for the CPU's own
+    /// runqueue (a shared queue out of range is refused, counted, and the runqueue used).
+    fn shared_answer(&mut self, pid: Pid, answer: Enqueue) -> Option<(usize, u64, Option<CpuId>)> {
+        match answer {
+            Enqueue::Shared {
+                queue,
+                key,
+                slice_ns,
+                kick,
+            } if queue < self.w.shared.len() => {
+                self.set_slice(pid, slice_ns);
+                Some((queue, key, kick))
+            }
+            Enqueue::Shared { slice_ns, .. } => {
+                self.stats.rejected += 1;
+                self.set_slice(pid, slice_ns);
+                None
+            }
+            Enqueue::Local { slice_ns } => {
+                self.set_slice(pid, slice_ns);
+                None
+            }
+        }
+    }
+
     fn level_of(&self, from: CpuId, to: CpuId) -> usize {
         let d = self
             .w
@@ -1623,24 +1649,12 @@ fn settle(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, cpu: CpuId) {
         } else {
             EnqueueKind::Wakeup
         };
-        match policy.enqueue(&s.view(), pid, cpu, why) {
-            Enqueue::Shared {
-                queue,
-                key,
-                slice_ns,
-                kick,
-            } if queue < s.w.shared.len() => {
-                s.set_slice(pid, slice_ns);
-                s.queue_shared(pid, queue, key);
-                wake_idle(s, policy, Some(cpu));
-                wake_idle(s, policy, kick);
-                return;
-            }
-            Enqueue::Shared { slice_ns, .. } => {
-                s.stats.rejected += 1;
-                s.set_slice(pid, slice_ns);
-            }
-            Enqueue::Local { slice_ns } => s.set_slice(pid, slice_ns),
+        let answer = policy.enqueue(&s.view(), pid, cpu, why);
+        if let Some((queue, key, kick)) = s.shared_answer(pid, answer) {
+            s.queue_shared(pid, queue, key);
+            wake_idle(s, policy, Some(cpu));
+            wake_idle(s, policy, kick);
+            return;
         }
     }
     s.place(pid, cpu);
@@ -1728,23 +1742,11 @@ fn affinity_change(s: &mut State<'_>, policy: &mut dyn Policy, pid: Pid, k: usiz
         s.w.shared_of[pid] = None;
         let prev = s.w.procs[pid].cpu;
         let cpu = if s.w.may_run(pid, prev) { prev } else { dest };
-        match policy.enqueue(&s.view(), pid, cpu, EnqueueKind::Affinity) {
-            Enqueue::Shared {
-                queue,
-                key,
-                slice_ns,
-                kick,
-            } if queue < s.w.shared.len() => {
-                s.set_slice(pid, slice_ns);
-                s.queue_shared(pid, queue, key);
-                wake_idle(s, policy, kick);
-                return;
-            }
-            Enqueue::Shared { slice_ns, .. } => {
-                s.stats.rejected += 1;
-                s.set_slice(pid, slice_ns);
-            }
-            Enqueue::Local { slice_ns } => s.set_slice(pid, slice_ns),
+        let answer = policy.enqueue(&s.view(), pid, cpu, EnqueueKind::Affinity);
+        if let Some((queue, key, kick)) = s.shared_answer(pid, answer) {
+            s.queue_shared(pid, queue, key);
+            wake_idle(s, policy, kick);
+            return;
         }
         s.place(pid, cpu);
         become_busy(s, policy, cpu);
@@ -1940,32 +1942,19 @@ fn milestone(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId) {
 /// which runs the next one, and true; its own runqueue: false (the slice-end rotation then
 /// requeues it at the tail, with the slice `enqueue` gave).
 fn slice_end_shared(s: &mut State<'_>, policy: &mut dyn Policy, cpu: CpuId, pid: Pid) -> bool {
-    match policy.enqueue(&s.view(), pid, cpu, EnqueueKind::SliceEnd) {
-        Enqueue::Shared {
-            queue,
-            key,
-            slice_ns,
-            kick,
-        } if queue < s.w.shared.len() => {
-            let pid = s.take_current(cpu);
-            s.leave_node(pid, cpu);
-            s.set_slice(pid, slice_ns);
-            s.queue_shared(pid, queue, key);
-            s.run_next(policy, cpu);
-            running_changed(s, policy, cpu);
-            wake_idle(s, policy, kick);
-            true
-        }
-        Enqueue::Shared { slice_ns, .. } => {
-            s.stats.rejected += 1;
-            s.set_slice(pid, slice_ns);
-            false
-        }
-        Enqueue::Local { slice_ns } => {
-            s.set_slice(pid, slice_ns);
-            false
-        }
-    }
+    let answer = policy.enqueue(&s.view(), pid, cpu, EnqueueKind::SliceEnd);
+    // The slice is set before the process stops: its CPU's time was accounted up to now at
+    // the milestone, so stopping it takes nothing more off the slice.
+    let Some((queue, key, kick)) = s.shared_answer(pid, answer) else {
+        return false;
+    };
+    let pid = s.take_current(cpu);
+    s.leave_node(pid, cpu);
+    s.queue_shared(pid, queue, key);
+    s.run_next(policy, cpu);
+    running_changed(s, policy, cpu);
+    wake_idle(s, policy, kick);
+    true
 }
 
 /// The CPU's process stopped: run the next one, or let the policy act on the idle CPU and
