@@ -233,10 +233,30 @@ pub(crate) fn option_choice<T: Copy>(
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         None => String::new(),
     };
-    Err(InputError::new(
+    Err(option_error(origin, policy, key, value, &listed))
+}
+
+/// The error for option `key` of `policy` given `value`, which is not `what` (e.g. "a whole
+/// number of ms > 0"): one wording for every policy's options.
+pub(crate) fn option_error(
+    origin: &str,
+    policy: &str,
+    key: &str,
+    value: &str,
+    what: &str,
+) -> InputError {
+    InputError::new(
         origin,
-        format!("{policy} option '{key}' must be {listed}, not '{value}'"),
-    ))
+        format!("{policy} option '{key}' must be {what}, not '{value}'"),
+    )
+}
+
+/// The error for an option `key` that `policy` does not have, listing its `options`.
+pub(crate) fn no_option(origin: &str, policy: &str, key: &str, options: &str) -> InputError {
+    InputError::new(
+        origin,
+        format!("{policy} has no option '{key}' (its options: {options})"),
+    )
 }
 
 /// A parsed policy setting, ready to build.

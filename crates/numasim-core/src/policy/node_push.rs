@@ -58,12 +58,7 @@ impl Options {
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
-            let bad = |what: &str| {
-                InputError::new(
-                    origin,
-                    format!("node-push option '{key}' must be {what}, not '{value}'"),
-                )
-            };
+            let bad = |what: &str| super::option_error(origin, "node-push", key, value, what);
             match key {
                 "threshold" => {
                     o.threshold = value
@@ -80,11 +75,11 @@ impl Options {
                         .ok_or_else(|| bad("a whole number of ms > 0"))?;
                 }
                 _ => {
-                    return Err(InputError::new(
+                    return Err(super::no_option(
                         origin,
-                        format!(
-                            "node-push has no option '{key}' (its options: threshold, period-ms)"
-                        ),
+                        "node-push",
+                        key,
+                        "threshold, period-ms",
                     ))
                 }
             }

@@ -104,12 +104,7 @@ impl Options {
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
-            let bad = |what: &str| {
-                InputError::new(
-                    origin,
-                    format!("scx-lavd option '{key}' must be {what}, not '{value}'"),
-                )
-            };
+            let bad = |what: &str| super::option_error(origin, "scx-lavd", key, value, what);
             let pct = || {
                 value
                     .parse::<u8>()
@@ -137,12 +132,11 @@ impl Options {
                         .ok_or_else(|| bad("a whole number of µs > 0"))?;
                 }
                 _ => {
-                    return Err(InputError::new(
+                    return Err(super::no_option(
                         origin,
-                        format!(
-                            "scx-lavd has no option '{key}' (its options: dist, mig-delta-pct, \
-                             lb-low-util-pct, slice-us)"
-                        ),
+                        "scx-lavd",
+                        key,
+                        "dist, mig-delta-pct, lb-low-util-pct, slice-us",
                     ))
                 }
             }

@@ -132,12 +132,7 @@ impl Options {
     pub fn parse(origin: &str, pairs: &[(&str, &str)]) -> Result<Self, InputError> {
         let mut o = Self::default();
         for &(key, value) in pairs {
-            let bad = |what: &str| {
-                InputError::new(
-                    origin,
-                    format!("scx-rusty option '{key}' must be {what}, not '{value}'"),
-                )
-            };
+            let bad = |what: &str| super::option_error(origin, "scx-rusty", key, value, what);
             let ms = || {
                 value
                     .parse::<u64>()
@@ -184,12 +179,7 @@ impl Options {
                         &[("target", Xfer::Target), ("current", Xfer::Current)],
                     )?
                 }
-                _ => {
-                    return Err(InputError::new(
-                        origin,
-                        format!("scx-rusty has no option '{key}' (its options: {OPTION_NAMES})"),
-                    ))
-                }
+                _ => return Err(super::no_option(origin, "scx-rusty", key, OPTION_NAMES)),
             }
         }
         Ok(o)
