@@ -59,26 +59,6 @@ fn run_assuming(
     numasim_core::run_policy(&s.m, &s.d, &s.w, policy, &s.config).unwrap()
 }
 
-fn machine() -> impl Strategy<Value = Machine> {
-    (1usize..5, 1usize..4).prop_flat_map(|(n, cpn)| {
-        (
-            proptest::collection::vec(11u32..=60, n * (n - 1) / 2),
-            // Some machines asymmetric: each CPU at speed 1 or 2.
-            proptest::collection::vec(proptest::bool::weighted(0.3), n * cpn),
-        )
-            .prop_map(move |(upper, fast)| {
-                let mut rows = vec![vec![10u32; n]; n];
-                let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
-                for ((i, j), v) in pairs.zip(upper) {
-                    rows[i][j] = v;
-                    rows[j][i] = v;
-                }
-                let speeds = fast.iter().map(|&f| if f { 2.0 } else { 1.0 }).collect();
-                testutils::machine_with_speeds(&rows, cpn, speeds)
-            })
-    })
-}
-
 fn workload() -> impl Strategy<Value = String> {
     (1usize..40, 0u32..3, 1u32..60, 0u32..150, 1usize..3).prop_map(|(n, kind, exec, window, threads)| {
         let kind = ["cpu", "io", "mixed"][kind as usize];
@@ -90,7 +70,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn schedules_are_sound(m in machine(), spec in workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
+    fn schedules_are_sound(m in common::random_machine(), spec in workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
         let (builder, policy) = (Builder::ALL[b], POLICIES[pi]);
         let r = run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]);
         sound(&r)?;
@@ -126,7 +106,7 @@ proptest! {
     /// for a barrier, before every thread of the phase has arrived; for a pipeline stage,
     /// before the previous stage has finished the item.
     #[test]
-    fn barriers_and_queues_hold(m in machine(), spec in app_workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
+    fn barriers_and_queues_hold(m in common::random_machine(), spec in app_workload(), b in 0usize..5, pi in 0usize..POLICIES.len(), seed in 0u64..1000, ai in 0usize..ASSUMPTIONS.len()) {
         let (builder, policy) = (Builder::ALL[b], POLICIES[pi]);
         let r = run_assuming(&m, builder, policy, &spec, seed, true, ASSUMPTIONS[ai]);
         let w = WorkloadSpec::parse("w", &spec).unwrap().generate("w", seed, m.node_cpu_lists()).unwrap();
@@ -214,7 +194,7 @@ proptest! {
     /// only taken from its owner by the schemes that preempt); every thread runs only on a
     /// processor its process holds; at the end every processor is free again.
     #[test]
-    fn space_sharing_keeps_processors_exclusive(m in machine(), spec in space_workload(), pi in 0usize..13, seed in 0u64..1000) {
+    fn space_sharing_keeps_processors_exclusive(m in common::random_machine(), spec in space_workload(), pi in 0usize..13, seed in 0u64..1000) {
         let name = numasim_core::policy::space::NAMES[pi];
         let d = Builder::Flat.build(&m, &BuildOptions::default());
         let config = EngineConfig { record_trace: true, ..EngineConfig::default() };

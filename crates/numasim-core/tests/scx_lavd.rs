@@ -185,27 +185,6 @@ fn a_cpus_busy_time_counts_its_running_process_up_to_now() {
     assert_eq!(sc.view().cpu_busy_ns(1), 0);
 }
 
-/// Random machines of 1-4 nodes with 1-3 CPUs each, SLIT distances 11-60 (multi-hop ones
-/// among them), some CPUs at speed 2 (two core types: two domains per node).
-fn machine() -> impl Strategy<Value = Machine> {
-    (1usize..5, 1usize..4).prop_flat_map(|(n, cpn)| {
-        (
-            proptest::collection::vec(11u32..=60, n * (n - 1) / 2),
-            proptest::collection::vec(proptest::bool::weighted(0.3), n * cpn),
-        )
-            .prop_map(move |(upper, fast)| {
-                let mut rows = vec![vec![10u32; n]; n];
-                let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
-                for ((i, j), v) in pairs.zip(upper) {
-                    rows[i][j] = v;
-                    rows[j][i] = v;
-                }
-                let speeds = fast.iter().map(|&f| if f { 2.0 } else { 1.0 }).collect();
-                testutils::machine_with_speeds(&rows, cpn, speeds)
-            })
-    })
-}
-
 /// Workloads with CPU- and IO-bound processes, threads, skewed spawning and, sometimes,
 /// processes each pinned to one CPU (a shared queue then holds tasks most of its CPUs may
 /// not take).
@@ -245,7 +224,7 @@ proptest! {
     /// work, its slices add up, no CPU runs two processes, no process two CPUs, no decision
     /// refused), and the same seed gives the same run.
     #[test]
-    fn schedules_are_sound(m in machine(), spec in workload(), oi in 0usize..OPTIONS.len(), seed in 0u64..1000) {
+    fn schedules_are_sound(m in common::random_machine(), spec in workload(), oi in 0usize..OPTIONS.len(), seed in 0u64..1000) {
         let s = testutils::Setup::from_spec(m, Builder::Flat, &spec, seed);
         let mut config = s.config.clone();
         config.record_trace = true;

@@ -83,3 +83,25 @@ pub fn sound(r: &RunResult) -> Result<(), TestCaseError> {
     prop_assert_eq!(r.summary.balance.rejected, 0);
     Ok(())
 }
+
+/// Random machines of 1-4 nodes with 1-3 CPUs each, SLIT distances 11-60 (multi-hop ones
+/// among them), some CPUs at speed 2 (asymmetric machines: two core types).
+#[allow(dead_code)] // not every test file that declares `mod common;` draws machines
+pub fn random_machine() -> impl Strategy<Value = numasim_core::machine::Machine> {
+    (1usize..5, 1usize..4).prop_flat_map(|(n, cpn)| {
+        (
+            proptest::collection::vec(11u32..=60, n * (n - 1) / 2),
+            proptest::collection::vec(proptest::bool::weighted(0.3), n * cpn),
+        )
+            .prop_map(move |(upper, fast)| {
+                let mut rows = vec![vec![10u32; n]; n];
+                let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+                for ((i, j), v) in pairs.zip(upper) {
+                    rows[i][j] = v;
+                    rows[j][i] = v;
+                }
+                let speeds = fast.iter().map(|&f| if f { 2.0 } else { 1.0 }).collect();
+                numasim_core::testutils::machine_with_speeds(&rows, cpn, speeds)
+            })
+    })
+}
